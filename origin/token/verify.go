@@ -1,0 +1,385 @@
+package token
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
+	"hash"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// MaxTokenLen is the longest token accepted or produced, in bytes.
+const MaxTokenLen = 2048
+
+// DefaultSkew is the clock tolerance used when VerifierConfig.Skew is zero.
+const DefaultSkew = 30 * time.Second
+
+const (
+	maxFields = 16       // fields before the final hmac
+	hmacTag   = "~hmac=" // introduces the MAC, always the last field
+	hexMACLen = 2 * sha256.Size
+	chunkLen  = 256 // scratch room for hashing "~url=<path>"
+)
+
+// VerifierConfig configures a Verifier.
+type VerifierConfig struct {
+	// Keys holds the secrets tokens may be signed with. Required.
+	Keys *Keyring
+	// Skew is the clock tolerance: a token is expired when now > exp+Skew
+	// and early when now+Skew < st. Zero means DefaultSkew; negative is an
+	// error.
+	Skew time.Duration
+}
+
+// Verifier checks EdgeAuth-shape tokens. It is safe for concurrent use.
+type Verifier struct {
+	keys    *Keyring
+	skew    time.Duration
+	scratch sync.Pool // of *scratch
+}
+
+// scratch is the per-call working memory of a verification, pooled so that
+// a valid token costs no allocation.
+type scratch struct {
+	buf [MaxTokenLen + chunkLen]byte // the token, then room to feed the hash
+	sum [sha256.Size]byte            // the MAC computed
+}
+
+// NewVerifier checks cfg and returns a Verifier.
+func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
+	if cfg.Keys == nil || cfg.Keys.Len() == 0 {
+		return nil, errors.New("token: verifier needs at least one key")
+	}
+	if cfg.Skew < 0 {
+		return nil, errors.New("token: negative skew")
+	}
+	if cfg.Skew == 0 {
+		cfg.Skew = DefaultSkew
+	}
+	v := &Verifier{keys: cfg.Keys, skew: cfg.Skew}
+	v.scratch.New = func() any { return new(scratch) }
+	return v, nil
+}
+
+// Verify checks tok for a request of cleanPath from clientIP at now.
+//
+// cleanPath must be the request path percent-decoded and cleaned of dot
+// segments by the caller, with its leading '/' and without the token
+// carrier (/t/<segment>) or query. Verify does not clean it: it returns
+// ErrScope for a path that does not start with '/' or holds "//", "/./" or
+// "/../" (or ends in "/." or "/.."). clientIP is the bare client address
+// (no port), or "" when unknown; tokens bound to an address then fail.
+//
+// The checks run in this order, and the first failure is returned: the
+// grammar (ErrMalformed), the path shape (ErrScope), the MAC
+// (ErrUnknownKey, ErrSignature), then, for an authentic token only, the
+// time (ErrExpired, ErrNotYetValid), the address (ErrIP) and the ACL
+// (ErrScope). A valid token costs no allocation.
+func (v *Verifier) Verify(tok, cleanPath, clientIP string, now time.Time) error {
+	if len(tok) > MaxTokenLen {
+		return errTooLong
+	}
+	s := v.scratch.Get().(*scratch)
+	defer v.scratch.Put(s)
+	n := copy(s.buf[:MaxTokenLen], tok)
+	return v.verify(s, s.buf[:n], cleanPath, clientIP, now)
+}
+
+// VerifyBytes is Verify for a token held in a byte slice (a query
+// argument, cookie or header value); tok is only read.
+func (v *Verifier) VerifyBytes(tok []byte, cleanPath, clientIP string, now time.Time) error {
+	if len(tok) > MaxTokenLen {
+		return errTooLong
+	}
+	s := v.scratch.Get().(*scratch)
+	defer v.scratch.Put(s)
+	n := copy(s.buf[:MaxTokenLen], tok)
+	return v.verify(s, s.buf[:n], cleanPath, clientIP, now)
+}
+
+// VerifySegment is Verify for a token in its path-segment form (see
+// PathSegment): it decodes seg and verifies the token without allocating.
+func (v *Verifier) VerifySegment(seg, cleanPath, clientIP string, now time.Time) error {
+	if len(seg) > maxSegmentLen {
+		return errSegmentLong
+	}
+	s := v.scratch.Get().(*scratch)
+	defer v.scratch.Put(s)
+	n, err := decodeSegment(s.buf[:MaxTokenLen], seg)
+	if err != nil {
+		return err
+	}
+	return v.verify(s, s.buf[:n], cleanPath, clientIP, now)
+}
+
+func (v *Verifier) verify(s *scratch, tok []byte, path, clientIP string, now time.Time) error {
+	var p parsed
+	if err := p.parse(tok); err != nil {
+		return err
+	}
+	if !isClean(path) {
+		return errRawPath
+	}
+	if err := v.authenticate(s, &p, path); err != nil {
+		return err
+	}
+	if now.After(time.Unix(p.exp, 0).Add(v.skew)) {
+		return ErrExpired
+	}
+	if p.hasStart && now.Add(v.skew).Before(time.Unix(p.start, 0)) {
+		return ErrNotYetValid
+	}
+	if p.ip != nil && !sameIP(p.ip, clientIP) {
+		return ErrIP
+	}
+	if p.acl != nil && !matchACL(p.acl, path) {
+		return ErrScope
+	}
+	return nil
+}
+
+// authenticate finds the key the token names, or tries each key in turn
+// when it names none, and checks the MAC in constant time per key.
+func (v *Verifier) authenticate(s *scratch, p *parsed, path string) error {
+	if p.kid != nil {
+		e, ok := v.keys.byID[string(p.kid)]
+		if !ok {
+			return ErrUnknownKey
+		}
+		if !macMatches(s, e, p, path) {
+			return ErrSignature
+		}
+		return nil
+	}
+	for _, e := range v.keys.keys {
+		if macMatches(s, e, p, path) {
+			return nil
+		}
+	}
+	return ErrSignature
+}
+
+// macMatches computes the MAC of the signed text with e's key and compares
+// it with the token's. The signed text is the token before "~hmac="; a
+// token without acl= is EdgeAuth's URL form, which also signs
+// "~url=<path>" without carrying it.
+func macMatches(s *scratch, e *keyEntry, p *parsed, path string) bool {
+	h := e.getMAC()
+	h.Write(p.signed)
+	if p.acl == nil {
+		writeString(h, s.buf[MaxTokenLen:], "~url=")
+		writeString(h, s.buf[MaxTokenLen:], path)
+	}
+	sum := h.Sum(s.sum[:0])
+	e.macs.Put(h)
+	return hmac.Equal(sum, p.mac[:])
+}
+
+// writeString feeds str to h through buf, since converting a string to a
+// slice for an interface call would allocate.
+func writeString(h hash.Hash, buf []byte, str string) {
+	for len(str) > 0 {
+		n := copy(buf, str)
+		h.Write(buf[:n])
+		str = str[n:]
+	}
+}
+
+// parsed is a token split into the fields Verify uses. Its slices alias
+// the token.
+type parsed struct {
+	signed     []byte // every byte before "~hmac="
+	mac        [sha256.Size]byte
+	ip, kid    []byte // nil when absent
+	acl        []byte // nil when absent (URL form)
+	start, exp int64
+	hasStart   bool
+}
+
+// parse splits tok per the grammar in the package documentation.
+func (p *parsed) parse(tok []byte) error {
+	if len(tok) > MaxTokenLen {
+		return errTooLong
+	}
+	cut := len(tok) - hexMACLen - len(hmacTag)
+	if cut <= 0 || string(tok[cut:cut+len(hmacTag)]) != hmacTag ||
+		!decodeLowerHex(p.mac[:], tok[cut+len(hmacTag):]) {
+		return errNoHMAC
+	}
+	p.signed = tok[:cut]
+	var names [maxFields][]byte
+	nf := 0
+	hasExp := false
+	for rest, more := p.signed, true; more; {
+		var field []byte
+		field, rest, more = bytes.Cut(rest, []byte{'~'})
+		name, value, err := splitField(field)
+		if err != nil {
+			return err
+		}
+		for _, seen := range names[:nf] {
+			if bytes.Equal(seen, name) {
+				return errDupField
+			}
+		}
+		if nf == maxFields {
+			return errTooManyFields
+		}
+		names[nf] = name
+		nf++
+		var ok bool
+		switch string(name) {
+		case "hmac", "url", "salt":
+			return errReserved
+		case "ip":
+			p.ip = value
+		case "st":
+			if p.start, ok = parseUnix(value); !ok {
+				return errNumber
+			}
+			p.hasStart = true
+		case "exp":
+			if p.exp, ok = parseUnix(value); !ok {
+				return errNumber
+			}
+			hasExp = true
+		case "acl":
+			if !validACL(value) {
+				return errEmptyPattern
+			}
+			p.acl = value
+		case "kid":
+			p.kid = value
+		}
+	}
+	if !hasExp {
+		return errNoExp
+	}
+	if p.hasStart && p.start > p.exp {
+		return errStartAfterExp
+	}
+	return nil
+}
+
+// splitField splits "name=value" and checks both.
+func splitField(f []byte) (name, value []byte, err error) {
+	if len(f) == 0 {
+		return nil, nil, errEmptyField
+	}
+	name, value, ok := bytes.Cut(f, []byte{'='})
+	if !ok {
+		return nil, nil, errFieldShape
+	}
+	if len(name) == 0 || len(name) > 16 {
+		return nil, nil, errFieldName
+	}
+	for _, c := range name {
+		if !isAlnum(c) && c != '_' && c != '-' {
+			return nil, nil, errFieldName
+		}
+	}
+	if !validValue(value) {
+		return nil, nil, errFieldValue
+	}
+	return name, value, nil
+}
+
+// parseUnix parses 1-18 decimal digits: enough for any date, too few to
+// overflow time arithmetic.
+func parseUnix[T string | []byte](b T) (int64, bool) {
+	if len(b) == 0 || len(b) > 18 {
+		return 0, false
+	}
+	var n int64
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
+}
+
+// decodeLowerHex decodes src into dst, which must be exactly half as long.
+// Only lowercase digits are accepted, as EdgeAuth writes them: accepting
+// both cases would let a flipped case bit leave a token valid.
+func decodeLowerHex(dst, src []byte) bool {
+	if len(src) != 2*len(dst) {
+		return false
+	}
+	for i := range dst {
+		hi, ok1 := lowerHexVal(src[2*i])
+		lo, ok2 := lowerHexVal(src[2*i+1])
+		if !ok1 || !ok2 {
+			return false
+		}
+		dst[i] = hi<<4 | lo
+	}
+	return true
+}
+
+func lowerHexVal(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
+
+// sameIP reports whether the token's ip= value names clientIP. Equal text
+// is the fast path; otherwise both are parsed, so "::1" matches
+// "0:0::1", an IPv4-mapped IPv6 client matches its IPv4 form, and a value
+// percent-encoded by EdgeAuth's escape_early ("2001%3adb8%3a%3a1") works.
+func sameIP(tokIP []byte, clientIP string) bool {
+	if string(tokIP) == clientIP {
+		return true
+	}
+	client, err := netip.ParseAddr(clientIP)
+	if err != nil {
+		return false
+	}
+	var buf [64]byte
+	unescaped, ok := percentDecode(buf[:0], tokIP)
+	if !ok {
+		return false
+	}
+	want, err := netip.ParseAddr(string(unescaped))
+	if err != nil {
+		return false
+	}
+	return want.Zone() == "" && client.WithZone("").Unmap() == want.Unmap()
+}
+
+// percentDecode appends the percent-decoding of src to dst.
+func percentDecode(dst, src []byte) ([]byte, bool) {
+	for i := 0; i < len(src); i++ {
+		if src[i] != '%' {
+			dst = append(dst, src[i])
+			continue
+		}
+		if i+2 >= len(src) {
+			return nil, false
+		}
+		hi, ok1 := anyHexVal(src[i+1])
+		lo, ok2 := anyHexVal(src[i+2])
+		if !ok1 || !ok2 {
+			return nil, false
+		}
+		dst = append(dst, hi<<4|lo)
+		i += 2
+	}
+	return dst, true
+}
+
+func anyHexVal(c byte) (byte, bool) {
+	if 'A' <= c && c <= 'F' {
+		c += 'a' - 'A'
+	}
+	return lowerHexVal(c)
+}
