@@ -1,0 +1,32 @@
+# segorigin: `make test` installs what the suite needs and runs all of it.
+GO ?= go
+FUZZTIME ?= 10s
+
+.PHONY: test deps vet unit fuzz build run bench
+
+test: deps vet unit fuzz
+
+deps:
+	bash .ci/deps
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+# Short fuzz runs of every target, so the fuzzers and their seeds cannot rot.
+fuzz:
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./ranges
+	$(GO) test -run='^$$' -fuzz='^FuzzMultipart$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./ranges
+	$(GO) test -run='^$$' -fuzz='^FuzzVerify$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./origin/token
+	$(GO) test -run='^$$' -fuzz='^FuzzParseKeyFile$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./origin/token
+	$(GO) test -run='^$$' -fuzz='^FuzzParseSegment$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./origin/token
+	$(GO) test -run='^$$' -fuzz='^FuzzCleanPath$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./origin
+
+build:
+	$(GO) build -o bin/segorigin ./cmd/segorigin
+
+run:
+	$(GO) run ./cmd/segorigin

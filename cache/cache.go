@@ -1,0 +1,457 @@
+package cache
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+)
+
+// Config configures a Cache. It is validated once by New.
+type Config struct {
+	// MaxFiles is the most open files the cache lists at once, and also the
+	// most negative entries. 0 disables caching: every Acquire opens and
+	// every Release closes.
+	MaxFiles int
+
+	// NegativeTTL is how long a name that did not exist (fs.ErrNotExist) is
+	// remembered. 0 means 1s; negative disables negative entries.
+	NegativeTTL time.Duration
+
+	// Revalidate, if > 0, makes a hit on an entry last checked longer ago
+	// than this stat the path and compare dev, inode, size and mtime with the
+	// open file; a difference reopens it. Use it when no watcher invalidates
+	// the cache, or while the watcher is degraded (see SetRevalidate).
+	Revalidate time.Duration
+
+	// Open opens name, a cleaned slash path relative to the media root, for
+	// reading. The caller confines it to the root and applies its symlink
+	// policy. Required.
+	Open func(name string) (*os.File, error)
+
+	// Stat stats name by path, for revalidation; same confinement as Open.
+	// Required when MaxFiles > 0.
+	Stat func(name string) (fs.FileInfo, error)
+
+	// Now is the clock for negative entries and revalidation. nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+const defaultNegativeTTL = time.Second
+
+// Cache is a bounded, reference-counted cache of open files. All methods are
+// safe for concurrent use.
+type Cache struct {
+	open        func(name string) (*os.File, error)
+	stat        func(name string) (fs.FileInfo, error)
+	now         func() time.Time
+	maxFiles    int
+	negativeTTL time.Duration // <= 0: no negative entries
+	revalidate  atomic.Int64  // nanoseconds; <= 0: no revalidation
+
+	mu       sync.Mutex                            // protects files, negative, inflight, dropped, closed
+	files    *simplelru.LRU[string, *Handle]       // listed open files; each holds one reference
+	negative *simplelru.LRU[string, negativeEntry] // remembered fs.ErrNotExist results
+	inflight map[string]*call                      // opens in progress, one per name
+	dropped  []*Handle                             // unlisted under mu; their reference is dropped by unlock
+	closed   bool                                  // Close was called: Acquire no longer caches
+
+	stats counters
+}
+
+// negativeEntry remembers that opening a name failed with fs.ErrNotExist.
+type negativeEntry struct {
+	err     error // the error Open returned, handed out again
+	expires int64 // Now().UnixNano() after which the entry no longer answers
+}
+
+// call is one open in progress. Callers that miss on the same name while it
+// runs wait on done and share its result.
+//
+// It is hand-written rather than golang.org/x/sync/singleflight (not a
+// dependency of this module) because it lives under c.mu with the LRU: the
+// opener learns the exact number of waiters and gives each its reference
+// before anyone sees the Handle (a waiter taking its own reference afterwards
+// could find the count already at zero), and an invalidation can spoil and
+// forget a call in the same critical section that unlists the entry.
+type call struct {
+	done    chan struct{} // closed when h and err are set
+	waiters int           // callers waiting besides the opener; under Cache.mu
+	stale   bool          // an invalidation matched the name while open ran: list nothing; under Cache.mu
+	h       *Handle       // result; carries one reference for the opener and one per waiter
+	err     error
+}
+
+// New validates cfg and returns an empty cache.
+func New(cfg Config) (*Cache, error) {
+	switch {
+	case cfg.MaxFiles < 0:
+		return nil, fmt.Errorf("cache: MaxFiles %d is negative", cfg.MaxFiles)
+	case cfg.Open == nil:
+		return nil, errors.New("cache: Open is required")
+	case cfg.MaxFiles > 0 && cfg.Stat == nil:
+		return nil, errors.New("cache: Stat is required when MaxFiles > 0")
+	case cfg.Revalidate < 0:
+		return nil, fmt.Errorf("cache: Revalidate %v is negative", cfg.Revalidate)
+	}
+	c := &Cache{
+		open:        cfg.Open,
+		stat:        cfg.Stat,
+		now:         cfg.Now,
+		maxFiles:    cfg.MaxFiles,
+		negativeTTL: cfg.NegativeTTL,
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.negativeTTL == 0 {
+		c.negativeTTL = defaultNegativeTTL
+	}
+	c.revalidate.Store(int64(cfg.Revalidate))
+	if c.maxFiles == 0 {
+		return c, nil
+	}
+	var err error
+	// The callback runs inside simplelru calls, that is under c.mu: it only
+	// queues the Handle, and unlock drops the reference after unlocking.
+	c.files, err = simplelru.NewLRU(c.maxFiles, func(_ string, h *Handle) {
+		c.dropped = append(c.dropped, h)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	c.negative, err = simplelru.NewLRU[string, negativeEntry](c.maxFiles, nil)
+	if err != nil {
+		return nil, fmt.Errorf("cache: %w", err)
+	}
+	c.inflight = make(map[string]*call)
+	return c, nil
+}
+
+// unlock releases c.mu, then drops the cache's reference on every Handle
+// unlisted while it was held, so descriptors close outside the lock.
+func (c *Cache) unlock() {
+	if len(c.dropped) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	dropped := c.dropped
+	c.dropped = nil
+	c.mu.Unlock()
+	for _, h := range dropped {
+		h.dropCacheRef()
+	}
+}
+
+// Acquire returns the open file for name, with a reference the caller must
+// return with Handle.Release. A hit makes no system call. Errors wrap Open's
+// (errors.Is(err, fs.ErrNotExist), syscall.EMFILE, ...) or are ErrIsDir or
+// ErrNotRegular wrapped in an *fs.PathError.
+func (c *Cache) Acquire(name string) (*Handle, error) {
+	return c.acquire(name, true)
+}
+
+// acquire is Acquire; check false skips revalidation, so that a caller whose
+// revalidation just dropped an entry does not loop on a file that keeps
+// changing.
+func (c *Cache) acquire(name string, check bool) (*Handle, error) {
+	if c.maxFiles == 0 {
+		c.stats.misses.Add(1)
+		return c.openUncached(name)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		c.stats.misses.Add(1)
+		return c.openUncached(name)
+	}
+	if h, ok := c.files.Get(name); ok {
+		if h.tryRef() {
+			c.mu.Unlock()
+			if check && c.due(h) {
+				return c.revalidateEntry(name, h)
+			}
+			c.stats.hits.Add(1)
+			return h, nil
+		}
+		// Listed but unreferenced: only a double Release gets here (see
+		// tryRef). Unlist it; dropCacheRef refuses at zero.
+		c.files.Remove(name)
+	}
+	if ne, ok := c.negative.Get(name); ok {
+		if c.now().UnixNano() < ne.expires {
+			c.mu.Unlock()
+			c.stats.negativeHits.Add(1)
+			return nil, ne.err
+		}
+		c.negative.Remove(name)
+	}
+	return c.loadLocked(name)
+}
+
+// due reports whether h must be revalidated now, and if so claims the check
+// by moving h's check time forward, so one caller stats while the others
+// keep using the entry.
+func (c *Cache) due(h *Handle) bool {
+	period := c.revalidate.Load()
+	if period <= 0 {
+		return false
+	}
+	now := c.now().UnixNano()
+	last := h.checked.Load()
+	return now-last >= period && h.checked.CompareAndSwap(last, now)
+}
+
+// revalidateEntry stats name and compares it with h, which the caller holds a
+// reference on. If the path now names another file, or a changed one, or
+// nothing, h is unlisted and the name is looked up afresh.
+func (c *Cache) revalidateEntry(name string, h *Handle) (*Handle, error) {
+	c.stats.revalidations.Add(1)
+	fi, err := c.stat(name)
+	if err == nil && h.sameFile(fi) {
+		c.stats.hits.Add(1)
+		return h, nil
+	}
+	c.stats.stale.Add(1)
+	c.mu.Lock()
+	if cur, ok := c.files.Peek(name); ok && cur == h {
+		c.files.Remove(name)
+	}
+	c.unlock()
+	h.Release()
+	return c.acquire(name, false)
+}
+
+// loadLocked opens name, or waits for the open already in progress. It is
+// called with c.mu held and releases it.
+func (c *Cache) loadLocked(name string) (*Handle, error) {
+	c.stats.misses.Add(1)
+	if cl, ok := c.inflight[name]; ok {
+		cl.waiters++
+		c.unlock()
+		<-cl.done
+		return cl.h, cl.err
+	}
+	cl := &call{done: make(chan struct{})}
+	c.inflight[name] = cl
+	c.unlock()
+
+	h, err := c.openFile(name)
+
+	c.mu.Lock()
+	if c.inflight[name] == cl {
+		delete(c.inflight, name)
+	}
+	listable := !cl.stale && !c.closed
+	switch {
+	case err == nil:
+		// Set the count before anyone else can see h: one reference for
+		// this caller, one per waiter, and the cache's if it lists h.
+		h.refs.Store(int32(1 + cl.waiters))
+		if listable {
+			h.refs.Add(1)
+			c.insertLocked(name, h)
+		}
+	case listable && c.negativeTTL > 0 && errors.Is(err, fs.ErrNotExist):
+		c.negative.Add(name, negativeEntry{err: err, expires: c.now().Add(c.negativeTTL).UnixNano()})
+	}
+	cl.h, cl.err = h, err
+	c.unlock()
+	close(cl.done)
+	return h, err
+}
+
+// insertLocked lists h under name. simplelru's Add would replace an existing
+// value without the eviction callback, leaking its descriptor, so an
+// existing entry is removed first (through the callback).
+func (c *Cache) insertLocked(name string, h *Handle) {
+	if _, ok := c.files.Peek(name); ok {
+		c.files.Remove(name)
+	}
+	c.negative.Remove(name) // the name exists now
+	if c.files.Add(name, h) {
+		c.stats.evictions.Add(1)
+	}
+}
+
+// openUncached opens name for one caller, without listing it: Release
+// closes it.
+func (c *Cache) openUncached(name string) (*Handle, error) {
+	h, err := c.openFile(name)
+	if err != nil {
+		return nil, err
+	}
+	h.refs.Store(1)
+	return h, nil
+}
+
+// openFile opens and fstats name. On EMFILE or ENFILE it sheds the cache's
+// entries, whose descriptors close unless lent out, and retries once.
+func (c *Cache) openFile(name string) (*Handle, error) {
+	f, err := c.open(name)
+	if isFDLimit(err) {
+		c.stats.emfile.Add(1)
+		shed := c.Shed()
+		f, err = c.open(name)
+		if isFDLimit(err) {
+			c.stats.emfile.Add(1)
+			return nil, fmt.Errorf("cache: out of descriptors after shedding %d cached files: %w", shed, err)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	c.stats.openFiles.Add(1)
+	h, err := newHandle(name, f, &c.stats.openFiles, c.now().UnixNano())
+	if err != nil {
+		_ = f.Close() // read-only and never lent out: nothing to report
+		c.stats.openFiles.Add(-1)
+		return nil, err
+	}
+	return h, nil
+}
+
+func isFDLimit(err error) bool {
+	return err != nil && (errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE))
+}
+
+// Invalidate unlists name, open or negative, and keeps an open of name in
+// progress from being listed.
+func (c *Cache) Invalidate(name string) {
+	if c.maxFiles == 0 {
+		return
+	}
+	var n uint64
+	c.mu.Lock()
+	if c.files.Remove(name) {
+		n++
+	}
+	if c.negative.Remove(name) {
+		n++
+	}
+	if cl, ok := c.inflight[name]; ok {
+		c.spoilLocked(name, cl)
+	}
+	c.unlock()
+	c.stats.invalidations.Add(n)
+}
+
+// InvalidatePrefix unlists every entry at or under dir: dir itself and every
+// name starting with dir + "/". Leading and trailing slashes are ignored;
+// "" means everything. It walks all entries, so it costs O(entries).
+func (c *Cache) InvalidatePrefix(dir string) {
+	dir = strings.Trim(dir, "/")
+	if dir == "" {
+		c.InvalidateAll()
+		return
+	}
+	if c.maxFiles == 0 {
+		return
+	}
+	var n uint64
+	c.mu.Lock()
+	for _, name := range c.files.Keys() {
+		if under(name, dir) && c.files.Remove(name) {
+			n++
+		}
+	}
+	for _, name := range c.negative.Keys() {
+		if under(name, dir) && c.negative.Remove(name) {
+			n++
+		}
+	}
+	for name, cl := range c.inflight {
+		if under(name, dir) {
+			c.spoilLocked(name, cl)
+		}
+	}
+	c.unlock()
+	c.stats.invalidations.Add(n)
+}
+
+// under reports whether name is dir or inside it.
+func under(name, dir string) bool {
+	return strings.HasPrefix(name, dir) && (len(name) == len(dir) || name[len(dir)] == '/')
+}
+
+// InvalidateAll unlists every entry and keeps every open in progress from
+// being listed.
+func (c *Cache) InvalidateAll() {
+	if c.maxFiles == 0 {
+		return
+	}
+	c.mu.Lock()
+	n := uint64(c.files.Len() + c.negative.Len())
+	c.purgeLocked()
+	c.unlock()
+	c.stats.invalidations.Add(n)
+}
+
+func (c *Cache) purgeLocked() {
+	c.files.Purge()
+	c.negative.Purge()
+	for name, cl := range c.inflight {
+		c.spoilLocked(name, cl)
+	}
+}
+
+// spoilLocked marks an open in progress stale and forgets it, because it may
+// have opened the file as it was before the change being invalidated:
+//
+//  1. G1 misses on "a.ts" and opens it: the old inode.
+//  2. A writer renames a new "a.ts" over it; the watcher calls
+//     Invalidate("a.ts"), which finds nothing listed.
+//  3. G1 lists the old descriptor, and no further event will unlist it.
+//
+// With the mark, G1 answers itself and its waiters (they asked before the
+// change; a whole old file is a correct answer) but lists nothing, and a
+// caller arriving after the invalidation starts a fresh open instead of
+// joining G1's. The same holds for a remembered "does not exist".
+func (c *Cache) spoilLocked(name string, cl *call) {
+	cl.stale = true
+	delete(c.inflight, name)
+}
+
+// SetRevalidate sets the revalidation period at run time: d > 0 turns stat
+// revalidation on (the watcher is off or degraded), d <= 0 turns it off.
+func (c *Cache) SetRevalidate(d time.Duration) {
+	c.revalidate.Store(max(int64(d), 0))
+}
+
+// Shed unlists every open file and returns how many it unlisted. Their
+// descriptors close now if not lent out, else on their last Release.
+// Negative entries hold no descriptor and stay. Acquire sheds by itself on
+// EMFILE and ENFILE.
+func (c *Cache) Shed() int {
+	if c.maxFiles == 0 {
+		return 0
+	}
+	c.mu.Lock()
+	n := c.files.Len()
+	c.files.Purge()
+	c.unlock()
+	c.stats.evictions.Add(uint64(n))
+	return n
+}
+
+// Close unlists everything. Descriptors lent out close on their last
+// Release. Later Acquires still work but cache nothing. It always returns
+// nil.
+func (c *Cache) Close() error {
+	if c.maxFiles == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	c.closed = true
+	c.purgeLocked()
+	c.unlock()
+	return nil
+}

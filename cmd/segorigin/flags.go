@@ -1,0 +1,157 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"segorigin/origin"
+	"segorigin/origin/token"
+)
+
+// options is what the command line (and SEGORIGIN_* variables) say.
+type options struct {
+	cfg       origin.Config
+	listen    string
+	tlsListen string
+	drain     time.Duration
+	logFormat string
+	logLevel  string
+
+	authKeyFile    string
+	secureLinkFile string
+}
+
+// loadAuth reads the key file or secure_link secret named by the flags.
+func (o *options) loadAuth() error {
+	if o.authKeyFile != "" && o.secureLinkFile != "" {
+		return errors.New("-auth-key-file and -auth-securelink-secret-file exclude each other")
+	}
+	if o.authKeyFile != "" {
+		f, err := os.Open(o.authKeyFile)
+		if err != nil {
+			return fmt.Errorf("-auth-key-file: %w", err)
+		}
+		defer f.Close()
+		if o.cfg.Auth.Keys, err = token.ParseKeyFile(f); err != nil {
+			return fmt.Errorf("-auth-key-file %s: %w", o.authKeyFile, err)
+		}
+	}
+	if o.secureLinkFile != "" {
+		b, err := os.ReadFile(o.secureLinkFile)
+		if err != nil {
+			return fmt.Errorf("-auth-securelink-secret-file: %w", err)
+		}
+		if o.cfg.Auth.SecureLinkSecret = strings.TrimSpace(string(b)); o.cfg.Auth.SecureLinkSecret == "" {
+			return fmt.Errorf("-auth-securelink-secret-file %s: empty", o.secureLinkFile)
+		}
+	}
+	return nil
+}
+
+// parseFlags parses args; a flag not given on the command line takes its
+// value from SEGORIGIN_<NAME> (upper case, '-' as '_') when that is set.
+func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string, bool)) (*options, error) {
+	o := &options{cfg: origin.DefaultConfig()}
+	c := &o.cfg
+	fs := flag.NewFlagSet("segorigin", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cors, authPublic string
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "plain HTTP listen `address` (port 0 picks a free port)")
+	fs.StringVar(&o.tlsListen, "tls-listen", "", "HTTPS listen `address` beside -listen (port 0 picks a free port); needs -tls-cert and -tls-key, or -tls-dev")
+	fs.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM certificate chain `file` for -tls-listen (reloaded when it changes and on SIGHUP)")
+	fs.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM private key `file` for -tls-listen")
+	fs.BoolVar(&c.TLS.Dev, "tls-dev", false, "serve -tls-listen with a self-signed certificate for localhost made at start (development only)")
+	ktlsMode := string(c.TLS.KTLS)
+	fs.StringVar(&ktlsMode, "ktls", ktlsMode, "kernel TLS offload for HTTPS bodies: auto (when the kernel has it), off, always (attempt even if the start-up probe failed)")
+	fs.StringVar(&c.Root, "root", c.Root, "media root `directory`")
+	fs.BoolVar(&c.FollowSymlinks, "follow-symlinks", false, "let symlinks under the root point outside it")
+	fs.StringVar(&cors, "cors-origins", strings.Join(c.CORSOrigins, ","), "comma-separated origins allowed cross-origin; * for any; empty for none")
+	fs.StringVar(&c.CacheControlPlaylist, "cache-control-playlist", c.CacheControlPlaylist, "Cache-Control for playlists and manifests (.m3u8, .mpd)")
+	fs.StringVar(&c.CacheControlSegment, "cache-control-segment", c.CacheControlSegment, "Cache-Control for media segments (.ts, .m4s, .mp4, ...)")
+	fs.StringVar(&c.CacheControlOther, "cache-control-other", c.CacheControlOther, "Cache-Control for any other file")
+	fs.IntVar(&c.MaxRanges, "max-ranges", c.MaxRanges, "most ranges answered in one request (after coalescing); more gets the whole file")
+	fs.IntVar(&c.CacheFiles, "cache-files", c.CacheFiles, "open files kept in the cache; 0 disables it")
+	fs.DurationVar(&c.NegativeTTL, "negative-ttl", c.NegativeTTL, "how long a missing file is remembered")
+	fs.BoolVar(&c.Watch, "watch", c.Watch, "invalidate the file cache on file system events (fsnotify)")
+	fs.DurationVar(&c.RevalidateEvery, "revalidate-every", c.RevalidateEvery, "stat cached files this often when -watch=false or the watcher lost events")
+	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time to read one request's headers")
+	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "time to write one response")
+	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "keep-alive wait for the next request")
+	fs.IntVar(&c.MaxRequestsPerConn, "max-requests-per-conn", c.MaxRequestsPerConn, "close a connection after this many requests (0: no limit)")
+	fs.IntVar(&c.MaxHeaderBytes, "max-header-bytes", c.MaxHeaderBytes, "largest request line plus headers (431 beyond)")
+	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "most concurrent connections (0: no limit)")
+	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", c.MaxConnsPerIP, "most concurrent connections per client IP (0: no limit)")
+	fs.BoolVar(&c.DisableSendfile, "disable-sendfile", false, "send bodies by userspace copy even on plain TCP (diagnosis, comparisons)")
+	fs.StringVar(&c.ServerName, "server-name", c.ServerName, "Server header value (empty omits it)")
+	fs.StringVar(&o.authKeyFile, "auth-key-file", "", "require signed tokens, verified with the keys in this `file` (lines: <key-id> <secret hex>)")
+	fs.StringVar(&c.Auth.PathPrefix, "auth-path-prefix", c.Auth.PathPrefix, "path carrier: /<prefix>/<token>/<path>; empty disables")
+	fs.StringVar(&c.Auth.QueryParam, "auth-query-param", c.Auth.QueryParam, "query carrier parameter; empty disables")
+	fs.StringVar(&c.Auth.Cookie, "auth-cookie", c.Auth.Cookie, "cookie carrier name; empty disables")
+	fs.BoolVar(&c.Auth.Bearer, "auth-bearer", c.Auth.Bearer, "accept Authorization: Bearer <token>")
+	fs.StringVar(&authPublic, "auth-public", "", "comma-separated path prefixes served without a token")
+	fs.IntVar(&c.Auth.MissingStatus, "auth-missing-status", c.Auth.MissingStatus, "status for a request with no token: 401 or 403")
+	fs.DurationVar(&c.Auth.Skew, "auth-skew", 30*time.Second, "clock skew allowed on token times")
+	fs.StringVar(&o.secureLinkFile, "auth-securelink-secret-file", "", "use nginx secure_link tokens (?md5=&expires=) with the secret in this `file` instead")
+	fs.StringVar(&c.Auth.SecureLinkExpression, "auth-securelink-expression", "$expires$uri$remote_addr $secret", "secure_link_md5 expression ($expires, $uri, $remote_addr, $secret)")
+	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long responses in flight may take to finish")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q (flags only; see -h)", fs.Args())
+	}
+	if err := applyEnv(fs, lookupEnv); err != nil {
+		return nil, err
+	}
+	c.TLS.KTLS = origin.KTLSMode(ktlsMode)
+	hasCert := c.TLS.Dev || c.TLS.CertFile != "" || c.TLS.KeyFile != ""
+	if o.tlsListen != "" && !hasCert {
+		return nil, errors.New("-tls-listen needs -tls-cert and -tls-key, or -tls-dev")
+	}
+	if o.tlsListen == "" && hasCert {
+		return nil, errors.New("-tls-cert, -tls-key and -tls-dev need -tls-listen")
+	}
+	c.CORSOrigins = splitList(cors)
+	c.Auth.Public = splitList(authPublic)
+	if err := o.loadAuth(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// applyEnv sets every flag not given on the command line from its
+// SEGORIGIN_* variable.
+func applyEnv(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) error {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] || err != nil {
+			return
+		}
+		name := "SEGORIGIN_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := lookupEnv(name); ok {
+			if e := fs.Set(f.Name, v); e != nil {
+				err = fmt.Errorf("%s=%q: %w", name, v, e)
+			}
+		}
+	})
+	return err
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,131 @@
+// Command segorigin serves a directory of HLS and DASH media over HTTP/1.1
+// with full Range support; `segorigin sign` mints auth tokens.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"segorigin/origin"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "sign" {
+		if err := runSign(os.Args[2:], os.Stdout, os.Stderr); err != nil {
+			fmt.Fprintln(os.Stderr, "segorigin sign:", err)
+			os.Exit(2)
+		}
+		return
+	}
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "segorigin:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+// run parses flags, wires the server and serves until SIGTERM or SIGINT,
+// then drains.
+func run(args []string, stderr io.Writer) error {
+	opts, err := parseFlags(args, stderr, os.LookupEnv)
+	if err != nil {
+		return err
+	}
+	logger, err := newLogger(opts.logFormat, opts.logLevel, stderr)
+	if err != nil {
+		return err
+	}
+	opts.cfg.Logger = logger
+	srv, err := origin.New(opts.cfg)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	ln, err := net.Listen("tcp", opts.listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", opts.listen, err)
+	}
+	listeners := []net.Listener{ln}
+	var tln net.Listener
+	if opts.tlsListen != "" {
+		if tln, err = net.Listen("tcp", opts.tlsListen); err != nil {
+			ln.Close()
+			return fmt.Errorf("listen %s: %w", opts.tlsListen, err)
+		}
+		listeners = append(listeners, origin.TLSListener(tln))
+	}
+	logger.Info("listening", "proto", "http", "addr", ln.Addr().String(), "root", opts.cfg.Root, "pid", os.Getpid())
+	if tln != nil {
+		logger.Info("listening", "proto", "https", "addr", tln.Addr().String(), "root", opts.cfg.Root, "pid", os.Getpid())
+	}
+	logger.Info("body paths", srv.BodyPaths()...)
+	logLimits(logger, opts.cfg.CacheFiles)
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	go reloadOnHUP(ctx, srv, logger) // ends with ctx
+	err = srv.Run(ctx, opts.drain, listeners...)
+	logger.Info("stopped", "err", err)
+	return err
+}
+
+// reloadOnHUP reloads the TLS certificate on every SIGHUP until ctx is
+// done. Without TLS, SIGHUP is logged and otherwise ignored (it no longer
+// kills the process).
+func reloadOnHUP(ctx context.Context, srv *origin.Server, logger *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := srv.ReloadCertificates(); err != nil {
+				logger.Warn("SIGHUP: certificates not reloaded", "err", err)
+				continue
+			}
+			logger.Info("SIGHUP: certificates reloaded")
+		}
+	}
+}
+
+func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("-log-level: %w", err)
+	}
+	hopts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, hopts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	}
+	return nil, fmt.Errorf("-log-format: %q, want text or json", format)
+}
+
+// logLimits reports the descriptor limit (Go raises the soft limit to the
+// hard one at start) and warns when the cache could exhaust it.
+func logLimits(l *slog.Logger, cacheFiles int) {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		l.Warn("getrlimit NOFILE", "err", err)
+		return
+	}
+	l.Info("file descriptors", "limit", rl.Cur, "cache_files", cacheFiles)
+	if uint64(cacheFiles) > rl.Cur/2 {
+		l.Warn("cache-files is more than half the descriptor limit: connections may run out",
+			"limit", rl.Cur, "cache_files", cacheFiles)
+	}
+}

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"segorigin/fixtures/synth"
+)
+
+// buildBinary builds cmd/segorigin once per test into a temp dir.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "segorigin")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+var listenRE = regexp.MustCompile(`msg=listening proto=http addr=(\S+) .* pid=(\d+)`)
+
+// proc is a started segorigin with its bound address and PID.
+type proc struct {
+	cmd  *exec.Cmd
+	addr string
+	pid  int
+	logs *bytes.Buffer
+}
+
+// start runs argv (the binary, possibly under strace) and waits for the
+// listening line on stderr.
+func start(t *testing.T, env []string, argv ...string) *proc {
+	t.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &proc{cmd: cmd, logs: &bytes.Buffer{}}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	found := make(chan [2]string, 1)
+	go func() { // ends when the process closes stderr
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.logs.WriteString(line + "\n")
+			if m := listenRE.FindStringSubmatch(line); m != nil {
+				found <- [2]string{m[1], m[2]}
+			}
+		}
+		close(found)
+	}()
+	select {
+	case m, ok := <-found:
+		if !ok {
+			cmd.Wait()
+			t.Fatalf("segorigin exited before listening:\n%s", p.logs)
+		}
+		p.addr = m[0]
+		p.pid, _ = strconv.Atoi(m[1])
+	case <-time.After(30 * time.Second):
+		t.Fatalf("segorigin did not log its address within 30s:\n%s", p.logs)
+	}
+	return p
+}
+
+// stop sends SIGTERM to the server and waits for the started command.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(p.pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no exit within 30s of SIGTERM")
+	}
+}
+
+// TestRunDefaults: the binary with no flags but -listen serves the bundled
+// fixtures, logs its address and body paths, and exits 0 on SIGTERM.
+func TestRunDefaults(t *testing.T) {
+	bin := buildBinary(t)
+	// Run from the repository root so the default -root resolves.
+	p := start(t, nil, "sh", "-c", "cd ../.. && exec "+bin+" -listen 127.0.0.1:0")
+	resp, err := http.Get("http://" + p.addr + "/hls/ts/master.m3u8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(string(body), "#EXTM3U") {
+		t.Fatalf("GET master.m3u8: %d %q", resp.StatusCode, body)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/vnd.apple.mpegurl" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	p.stop(t)
+	if !strings.Contains(p.logs.String(), "msg=\"body paths\" sendfile=true") {
+		t.Errorf("no body paths line in:\n%s", p.logs)
+	}
+}
+
+// TestEnvFlags: SEGORIGIN_* variables set flags not given on the command
+// line; the command line wins.
+func TestEnvFlags(t *testing.T) {
+	env := map[string]string{"SEGORIGIN_MAX_RANGES": "7", "SEGORIGIN_ROOT": "/srv/media", "SEGORIGIN_CORS_ORIGINS": "https://a.example"}
+	o, err := parseFlags([]string{"-root", "/cli"}, io.Discard, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.cfg.MaxRanges != 7 || o.cfg.Root != "/cli" || len(o.cfg.CORSOrigins) != 1 || o.cfg.CORSOrigins[0] != "https://a.example" {
+		t.Errorf("parseFlags = max-ranges %d, root %q, cors %q; want 7, /cli, [https://a.example]", o.cfg.MaxRanges, o.cfg.Root, o.cfg.CORSOrigins)
+	}
+	env["SEGORIGIN_MAX_RANGES"] = "many"
+	if _, err := parseFlags(nil, io.Discard, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err == nil {
+		t.Errorf("SEGORIGIN_MAX_RANGES=many: no error")
+	}
+}
+
+// TestSyscallsPerRequest proves zero copy: the server runs under strace -f
+// -c, serves N keep-alive GETs of a cached file, and the counts show one
+// sendfile per request, no pread/read of file bytes and no open per
+// request.
+func TestSyscallsPerRequest(t *testing.T) {
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Fatalf("strace not installed (make test installs it via .ci/deps): %v", err)
+	}
+	bin := buildBinary(t)
+	root := t.TempDir()
+	if err := synth.WriteFile(filepath.Join(root, "seg.m4s"), "seg.m4s", 100_000); err != nil {
+		t.Fatal(err)
+	}
+	// strace counts a whole process life, start-up included: run twice,
+	// with few and with many requests, and divide the difference.
+	const few, many = 10, 210
+	run := func(n int) map[string]int {
+		out := filepath.Join(t.TempDir(), "strace.txt")
+		p := start(t, nil, "strace", "-f", "-qq", "-c", "-o", out, bin, "-listen", "127.0.0.1:0", "-root", root)
+		keepAliveGets(t, p.addr, "/seg.m4s", n)
+		p.stop(t)
+		return straceCounts(t, out)
+	}
+	a, b := run(few), run(many)
+	per := func(sc string) float64 { return float64(b[sc]-a[sc]) / (many - few) }
+	var table strings.Builder
+	for sc := range b {
+		if d := per(sc); d != 0 {
+			fmt.Fprintf(&table, "  %-14s %.2f\n", sc, d)
+		}
+	}
+	t.Logf("syscalls per keep-alive GET of a cached 100 kB file:\n%s", table.String())
+	if d := per("sendfile"); d < 1 || d > 1.1 {
+		t.Errorf("sendfile per request = %.2f, want 1 (every body by sendfile)", d)
+	}
+	if d := per("sendmsg"); d < 0.95 || d > 1.1 {
+		t.Errorf("sendmsg per request = %.2f, want 1 (the header, with MSG_MORE)", d)
+	}
+	for _, sc := range []string{"pread64", "openat", "fstat", "newfstatat", "close", "write", "writev"} {
+		if d := per(sc); d > 0.05 {
+			t.Errorf("%s per request = %.2f, want 0: no file bytes through user space, no open per request", sc, d)
+		}
+	}
+}
+
+// straceCounts parses `strace -c` output into calls per syscall.
+func straceCounts(t *testing.T, path string) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[len(f)-1] == "total" || f[0] == "%" || strings.HasPrefix(f[0], "-") {
+			continue
+		}
+		if n, err := strconv.Atoi(f[3]); err == nil {
+			counts[f[len(f)-1]] = n
+		}
+	}
+	return counts
+}
+
+func keepAliveGets(t *testing.T, addr, target string, n int) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for i := range n {
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", target)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("request %d: %v", i, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("request %d: status %d", i, resp.StatusCode)
+		}
+	}
+}
+
+// TestEMFILE: a server whose descriptor limit is low answers 503 with
+// Retry-After while clients hold every descriptor, logs it, and serves
+// normally by itself once they let go.
+func TestEMFILE(t *testing.T) {
+	bin := buildBinary(t)
+	root := t.TempDir()
+	for i := range 64 {
+		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("f%02d.ts", i)), []byte("segment"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// ulimit -n in sh sets the soft and hard limits, so Go's start-up
+	// raise of the soft limit to the hard one changes nothing.
+	p := start(t, nil, "sh", "-c", "ulimit -n 40 && exec "+bin+" -listen 127.0.0.1:0 -root "+root+" -cache-files 4 -watch=false")
+	a, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	br := bufio.NewReader(a)
+	get := func(name string) *http.Response {
+		t.Helper()
+		a.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(a, "GET /%s HTTP/1.1\r\nHost: t\r\n\r\n", name)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("GET %s: %v", name, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	if r := get("f00.ts"); r.StatusCode != 200 {
+		t.Fatalf("before pressure: %d", r.StatusCode)
+	}
+	// Hold the server's descriptors: idle connections it accepts until
+	// accept itself fails with EMFILE.
+	var idle []net.Conn
+	defer func() {
+		for _, c := range idle {
+			c.Close()
+		}
+	}()
+	for range 60 {
+		c, err := net.Dial("tcp", p.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, c)
+	}
+	saw503 := false
+	deadline := time.Now().Add(15 * time.Second)
+	for i := 1; !saw503 && time.Now().Before(deadline); i = i%63 + 1 {
+		r := get(fmt.Sprintf("f%02d.ts", i))
+		switch r.StatusCode {
+		case 503:
+			saw503 = true
+			if ra := r.Header.Get("Retry-After"); ra == "" {
+				t.Errorf("503 without Retry-After")
+			}
+		case 200:
+			time.Sleep(20 * time.Millisecond) // accept grabs freed fds; let it
+		default:
+			t.Fatalf("under pressure: status %d", r.StatusCode)
+		}
+	}
+	if !saw503 {
+		t.Fatalf("no 503 while every descriptor was held")
+	}
+	for _, c := range idle {
+		c.Close()
+	}
+	idle = nil
+	ok := false
+	for deadline := time.Now().Add(15 * time.Second); !ok && time.Now().Before(deadline); {
+		ok = true
+		for i := range 10 {
+			if get(fmt.Sprintf("f%02d.ts", 30+i)).StatusCode != 200 {
+				ok = false
+				time.Sleep(100 * time.Millisecond)
+				break
+			}
+		}
+	}
+	if !ok {
+		t.Fatalf("still failing 15s after the descriptors were freed")
+	}
+	a.Close()
+	p.stop(t)
+	if !strings.Contains(p.logs.String(), "out of file descriptors") {
+		t.Errorf("no 'out of file descriptors' log line:\n%s", p.logs)
+	}
+}

@@ -1,0 +1,257 @@
+package origin
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/origin/token"
+)
+
+// AuthConfig turns on signed-URL authorization. A token may travel in any of
+// the enabled carriers; the path carrier is the one players keep, because
+// relative URLs in a playlist inherit it.
+type AuthConfig struct {
+	// Keys verifies EdgeAuth-shape tokens (the default scheme). nil with
+	// SecureLinkSecret empty: authorization off.
+	Keys *token.Keyring
+	// Skew is the clock skew allowed on st= and exp= (default 30s).
+	Skew time.Duration
+	// PathPrefix is the path carrier: /<prefix>/<token segment>/<path>
+	// ("t" gives /t/<segment>/vod/title42/master.m3u8). Empty disables it.
+	PathPrefix string
+	// QueryParam names the query carrier (?token=...). Empty disables it.
+	QueryParam string
+	// Cookie names the cookie carrier. Empty disables it.
+	Cookie string
+	// Bearer accepts "Authorization: Bearer <token>".
+	Bearer bool
+	// Public lists path prefixes served without a token (e.g. "/public/").
+	Public []string
+	// MissingStatus answers a request with no token at all: 401 (default,
+	// with WWW-Authenticate) or 403.
+	MissingStatus int
+
+	// SecureLinkSecret selects the nginx secure_link scheme instead (for
+	// migrations): ?md5=<hash>&expires=<unix> in the query, checked with
+	// SecureLinkExpression (default "$expires$uri$remote_addr $secret").
+	SecureLinkSecret     string
+	SecureLinkExpression string
+}
+
+func (a *AuthConfig) enabled() bool { return a.Keys != nil || a.SecureLinkSecret != "" }
+
+// authorizer checks every request that is not public.
+type authorizer struct {
+	cfg    AuthConfig
+	verify *token.Verifier           // EdgeAuth scheme
+	link   *token.SecureLinkVerifier // secure_link scheme
+	prefix string                    // "t/": the path carrier, as the cleaned path starts
+	stats  *AuthStats
+	logs   [8]rateLimitedLog // one per failure reason, so each reason is logged
+}
+
+// AuthStats count authorization outcomes by reason.
+type AuthStats struct {
+	OK         atomic.Int64 // requests with a valid token
+	Public     atomic.Int64 // requests under a public prefix
+	Missing    atomic.Int64 // no token where one is required
+	Malformed  atomic.Int64 // a token that does not parse
+	Expired    atomic.Int64 // past exp (+ skew)
+	Early      atomic.Int64 // before st (- skew)
+	Scope      atomic.Int64 // path outside the token's ACL
+	IP         atomic.Int64 // client address differs from ip=
+	UnknownKey atomic.Int64 // kid names no key
+	Signature  atomic.Int64 // MAC mismatch: tampered or forged
+}
+
+var errNoToken = errors.New("origin: no token")
+
+func newAuthorizer(cfg AuthConfig, stats *AuthStats, now func() time.Time) (*authorizer, error) {
+	a := &authorizer{cfg: cfg, stats: stats}
+	if cfg.MissingStatus == 0 {
+		a.cfg.MissingStatus = fasthttp.StatusUnauthorized
+	}
+	if s := a.cfg.MissingStatus; s != fasthttp.StatusUnauthorized && s != fasthttp.StatusForbidden {
+		return nil, fmt.Errorf("auth missing status: %d, want 401 or 403", s)
+	}
+	if cfg.PathPrefix != "" {
+		p := strings.Trim(cfg.PathPrefix, "/")
+		if p == "" || strings.Contains(p, "/") {
+			return nil, fmt.Errorf("auth path prefix %q: want one path segment such as t", cfg.PathPrefix)
+		}
+		a.prefix = p + "/"
+	}
+	var err error
+	switch {
+	case cfg.SecureLinkSecret != "":
+		expr := cfg.SecureLinkExpression
+		if expr == "" {
+			expr = "$expires$uri$remote_addr $secret"
+		}
+		a.link, err = token.NewSecureLink(cfg.SecureLinkSecret, expr)
+	case cfg.Keys != nil:
+		a.verify, err = token.NewVerifier(token.VerifierConfig{Keys: cfg.Keys, Skew: cfg.Skew})
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i := range a.logs {
+		a.logs[i].every, a.logs[i].now = time.Second, now
+	}
+	return a, nil
+}
+
+// stripCarrier removes "t/<segment>/" from a cleaned path, returning the
+// file's name and the segment ("" when the path carries none).
+func (a *authorizer) stripCarrier(name string) (file, seg string) {
+	if a == nil || a.prefix == "" || !strings.HasPrefix(name, a.prefix) {
+		return name, ""
+	}
+	rest := name[len(a.prefix):]
+	i := strings.IndexByte(rest, '/')
+	if i <= 0 {
+		return name, ""
+	}
+	return rest[i+1:], rest[:i]
+}
+
+// check authorizes a request for file (cleaned, no leading slash). seg is
+// the path carrier's segment, if any. It returns nil, errNoToken, or a
+// token error (errors.Is with token.Err*).
+func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg string, now time.Time) error {
+	path := "/" + file
+	for _, p := range a.cfg.Public {
+		if strings.HasPrefix(path, p) {
+			a.stats.Public.Add(1)
+			return nil
+		}
+	}
+	ip := ctx.RemoteIP().String()
+	var err error
+	switch {
+	case a.link != nil:
+		args := ctx.QueryArgs()
+		h, exp := args.Peek("md5"), args.Peek("expires")
+		if len(h) == 0 {
+			err = errNoToken
+		} else {
+			err = a.link.Verify(string(h), string(exp), path, ip, now)
+		}
+	case seg != "":
+		err = a.verify.VerifySegment(seg, path, ip, now)
+	default:
+		tok := a.findToken(ctx)
+		if tok == nil {
+			err = errNoToken
+		} else if bytes.Contains(tok, []byte("hmac=")) {
+			err = a.verify.VerifyBytes(tok, path, ip, now)
+		} else {
+			err = a.verify.VerifySegment(string(tok), path, ip, now)
+		}
+	}
+	a.count(err)
+	return err
+}
+
+// findToken looks in the query, cookie and Authorization carriers, in that
+// order. Cookies and Bearer may hold either the raw token or its segment
+// form (the raw one is not always a valid cookie or b64token).
+func (a *authorizer) findToken(ctx *fasthttp.RequestCtx) []byte {
+	if a.cfg.QueryParam != "" {
+		if v := ctx.QueryArgs().Peek(a.cfg.QueryParam); len(v) > 0 {
+			return v
+		}
+	}
+	if a.cfg.Cookie != "" {
+		if v := ctx.Request.Header.Cookie(a.cfg.Cookie); len(v) > 0 {
+			return v
+		}
+	}
+	if a.cfg.Bearer {
+		if v := ctx.Request.Header.Peek("Authorization"); len(v) > 7 && strings.EqualFold(string(v[:7]), "bearer ") {
+			return bytes.TrimSpace(v[7:])
+		}
+	}
+	return nil
+}
+
+func (a *authorizer) count(err error) {
+	s := a.stats
+	switch {
+	case err == nil:
+		s.OK.Add(1)
+	case errors.Is(err, errNoToken):
+		s.Missing.Add(1)
+	case errors.Is(err, token.ErrExpired):
+		s.Expired.Add(1)
+	case errors.Is(err, token.ErrNotYetValid):
+		s.Early.Add(1)
+	case errors.Is(err, token.ErrScope):
+		s.Scope.Add(1)
+	case errors.Is(err, token.ErrIP):
+		s.IP.Add(1)
+	case errors.Is(err, token.ErrUnknownKey):
+		s.UnknownKey.Add(1)
+	case errors.Is(err, token.ErrSignature):
+		s.Signature.Add(1)
+	default:
+		s.Malformed.Add(1)
+	}
+}
+
+// reason is the stable label of an auth error, for logs and metrics.
+func reason(err error) string {
+	if errors.Is(err, errNoToken) {
+		return "missing"
+	}
+	return token.Reason(err)
+}
+
+// deny answers a failed check. The body says only the status: nothing that
+// tells an attacker which part of a token was wrong. The log line names the
+// reason and the path, and never the token's MAC.
+func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err error) {
+	code := fasthttp.StatusForbidden
+	if errors.Is(err, errNoToken) {
+		code = a.cfg.MissingStatus
+		if code == fasthttp.StatusUnauthorized {
+			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="segorigin"`)
+		}
+	}
+	r := reason(err)
+	if l := &a.logs[reasonIndex(r)]; l.allow() {
+		s.log.Info("request refused", "status", code, "reason", r, "path", "/"+file,
+			"client", ctx.RemoteIP().String())
+	}
+	s.stats.Status4xx.Add(1)
+	ctx.Response.Header.Del("Cache-Control")
+	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
+	ctx.SetStatusCode(code)
+	ctx.SetBodyString(fmt.Sprintf("%d %s\n", code, fasthttp.StatusMessage(code)))
+}
+
+func reasonIndex(r string) int {
+	switch r {
+	case "missing":
+		return 0
+	case "malformed":
+		return 1
+	case "expired":
+		return 2
+	case "early":
+		return 3
+	case "scope":
+		return 4
+	case "ip":
+		return 5
+	case "unknown_key", "signature":
+		return 6
+	}
+	return 7
+}

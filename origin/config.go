@@ -1,0 +1,158 @@
+package origin
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Config is everything the server needs. Field comments are the operator's
+// documentation; cmd/segorigin maps flags onto these one to one.
+type Config struct {
+	// Root is the media directory served at "/". Nothing outside it is
+	// reachable: not by "..", not by percent-encoded dots or slashes, and
+	// not by symlinks unless FollowSymlinks is set.
+	Root string
+	// FollowSymlinks lets symlinks under Root point outside it.
+	FollowSymlinks bool
+
+	// CORSOrigins lists the origins allowed to fetch cross-origin; "*"
+	// allows any. Empty disables CORS headers.
+	CORSOrigins []string
+
+	// CacheControlPlaylist, CacheControlSegment and CacheControlOther are
+	// the Cache-Control values for playlists/manifests (.m3u8, .mpd), media
+	// segments (.ts, .m4s, .mp4, ...) and anything else. Empty omits the
+	// header.
+	CacheControlPlaylist string
+	CacheControlSegment  string
+	CacheControlOther    string
+
+	// MaxRanges caps the ranges of one request after coalescing; a request
+	// with more is answered 200 with the whole file (RFC 9110 §14.2 lets a
+	// server ignore Range).
+	MaxRanges int
+
+	// CacheFiles bounds the open file descriptors the file cache keeps; 0
+	// turns the cache off (open and fstat on every request).
+	CacheFiles int
+	// NegativeTTL is how long a missing file is remembered.
+	NegativeTTL time.Duration
+	// Watch enables fsnotify invalidation of the file cache. Without it,
+	// cached entries are revalidated by stat every RevalidateEvery.
+	Watch bool
+	// RevalidateEvery is how stale a cached entry may get before it is
+	// checked against the file system by stat, when Watch is off or the
+	// watcher has lost events.
+	RevalidateEvery time.Duration
+
+	// ReadTimeout bounds reading one request (headers); WriteTimeout
+	// bounds writing one response; IdleTimeout bounds the wait for the next
+	// request on a keep-alive connection.
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	IdleTimeout  time.Duration
+	// MaxRequestsPerConn closes a connection after that many requests
+	// (0: no limit).
+	MaxRequestsPerConn int
+	// MaxHeaderBytes bounds the request line plus headers; beyond it the
+	// request is refused with 431.
+	MaxHeaderBytes int
+	// MaxConns bounds concurrent connections (0: no limit); MaxConnsPerIP
+	// bounds them per client IP. Both are enforced by our listener so that
+	// the zero-copy path keeps the raw TCP connection.
+	MaxConns      int
+	MaxConnsPerIP int
+
+	// DisableSendfile forces the userspace copy body path on plain TCP
+	// (for diagnosis and for comparison benchmarks).
+	DisableSendfile bool
+
+	// Auth enables signed-URL authorization (off when it has no keys).
+	Auth AuthConfig
+
+	// TLS configures HTTPS listeners (see TLSConfig); off without a
+	// certificate.
+	TLS TLSConfig
+
+	// ServerName is sent in the Server header ("" omits it).
+	ServerName string
+
+	// Logger receives operational log lines; nil uses slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns the defaults documented in README.md.
+func DefaultConfig() Config {
+	return Config{
+		Root:                 "fixtures/media",
+		CORSOrigins:          []string{"*"},
+		CacheControlPlaylist: "public, max-age=10",
+		CacheControlSegment:  "public, max-age=31536000, immutable",
+		CacheControlOther:    "public, max-age=300",
+		MaxRanges:            64,
+		CacheFiles:           4096,
+		NegativeTTL:          time.Second,
+		Watch:                true,
+		RevalidateEvery:      2 * time.Second,
+		ReadTimeout:          30 * time.Second,
+		WriteTimeout:         60 * time.Second,
+		IdleTimeout:          75 * time.Second,
+		MaxHeaderBytes:       8192,
+		ServerName:           "segorigin",
+		TLS:                  TLSConfig{KTLS: KTLSAuto, ReloadEvery: 5 * time.Second},
+		Auth: AuthConfig{
+			PathPrefix:    "t",
+			QueryParam:    "token",
+			Cookie:        "segorigin_token",
+			Bearer:        true,
+			MissingStatus: 401,
+		},
+	}
+}
+
+// validate checks the configuration once, at New.
+func (c *Config) validate() error {
+	var errs []error
+	if c.Root == "" {
+		errs = append(errs, errors.New("root: must be set"))
+	} else if st, err := os.Stat(c.Root); err != nil {
+		errs = append(errs, fmt.Errorf("root: %w", err))
+	} else if !st.IsDir() {
+		errs = append(errs, fmt.Errorf("root: %s is not a directory", c.Root))
+	}
+	if c.MaxRanges < 1 {
+		errs = append(errs, fmt.Errorf("max-ranges: %d, want >= 1", c.MaxRanges))
+	}
+	if c.CacheFiles < 0 {
+		errs = append(errs, fmt.Errorf("cache-files: %d, want >= 0", c.CacheFiles))
+	}
+	if c.MaxHeaderBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max-header-bytes: %d, want >= 1024", c.MaxHeaderBytes))
+	}
+	for name, d := range map[string]time.Duration{
+		"read-timeout": c.ReadTimeout, "write-timeout": c.WriteTimeout, "idle-timeout": c.IdleTimeout,
+		"negative-ttl": c.NegativeTTL, "revalidate-every": c.RevalidateEvery,
+	} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %v, want >= 0", name, d))
+		}
+	}
+	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.MaxRequestsPerConn < 0 {
+		errs = append(errs, errors.New("max-conns, max-conns-per-ip, max-requests-per-conn: want >= 0"))
+	}
+	if err := c.TLS.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return errors.Join(errs...)
+}

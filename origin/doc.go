@@ -1,0 +1,78 @@
+// Package origin is segorigin's HTTP/1.1 front end: the fasthttp server and
+// its handler, authorization carriers, response headers and the body
+// transport. It is the only package that knows fasthttp.
+//
+// # Request path
+//
+//	accept (listener.go: *tcpConn, connection limits)
+//	→ fasthttp parses the request
+//	→ handle: method (GET, HEAD; OPTIONS for CORS; else 405 + Allow)
+//	→ cleanPath: percent-decode, refuse NUL/CTL, remove dot segments,
+//	  refuse climbing above the root (400)
+//	→ auth: strip /t/<token>/, verify a token from path, query, cookie or
+//	  Bearer (401/403)
+//	→ cache.Acquire: fd + size + mtime + ETag (open+fstat only on a miss;
+//	  os.Root keeps symlinks inside the root)
+//	→ evaluatePreconditions: RFC 9110 §13.2.2 order (412, 304)
+//	→ ranges.ParseInto (GET only, and only if If-Range holds) → 200, 206,
+//	  multipart 206 or 416
+//	→ headers: Content-Type from the built-in media table, Cache-Control by
+//	  kind, ETag, Last-Modified, Accept-Ranges, CORS
+//	→ bodyStream: fasthttp flushes the header (ImmediateHeaderFlush) with
+//	  MSG_MORE, then calls WriteTo, which sends the span(s) itself.
+//
+// # Body paths
+//
+// A body is sent by exactly one of two writers, chosen per response by the
+// connection's type, never by hoping types line up inside fasthttp:
+//
+//   - sendfileWriter (plain TCP or kTLS, Linux): the header leaves with
+//     MSG_MORE, each span with sendfile(2) from the cached fd at an
+//     explicit offset (the fd's shared offset is never used), multipart
+//     framing with MSG_MORE. EAGAIN waits on Go's netpoller through syscall.RawConn,
+//     which also enforces the write deadline fasthttp set. A file system
+//     that refuses sendfile (EINVAL, ENOSYS) falls back to copy for that
+//     response, counted in SendfileFallbacks.
+//   - copyWriter (TLS without kTLS, or -disable-sendfile): pread into a
+//     pooled buffer and write; on TLS one record (16 KiB) per write.
+//
+// HTTPS (tls.go, tlsconn.go, ktls_linux.go; the pure parts in origin/ktls):
+// crypto/tls does the handshake (TLS 1.2+, ECDHE AEAD suites, ALPN
+// http/1.1) and always reads the requests. Without kTLS it also writes the
+// responses, and copyWriter serves the bodies, its header record corked
+// with MSG_MORE. With kTLS (probed once at start; per connection after the
+// handshake) the transmit keys go to the kernel: key and IV derived from
+// the secrets a per-connection KeyLogWriter collects (TLS 1.3:
+// HKDF-Expand-Label; TLS 1.2: the PRF key block, with the server random
+// read off the wire), the sequence number at hand-over counted (session
+// tickets are off on such connections), then setsockopt TCP_ULP "tls" and
+// TLS_TX. From then on the connection writes plaintext to the socket, so
+// sendfileWriter serves it as on plain TCP (counted as KTLS); close_notify
+// leaves as an alert record (sendmsg with TLS_SET_RECORD_TYPE), and any
+// later write by crypto/tls (a KeyUpdate answer, an alert) is refused and
+// ends the connection rather than mix userspace ciphertext into the
+// kernel's stream. A refused setsockopt (ENOENT: no kTLS in the kernel)
+// leaves the connection on userspace TLS, counted in Stats.TLS.
+//
+// The bytes sent always equal the Content-Length announced. When they
+// cannot (the file shrank, the client left, the write timed out) WriteTo
+// returns an error and fasthttp closes the connection, so keep-alive never
+// desynchronises. Stats.Transport counts responses and bytes per path.
+//
+// # File descriptor ownership
+//
+// The handler acquires a *cache.Handle. For GET with a body it hands the
+// handle to a pooled bodyStream, whose Close (always called by fasthttp,
+// for HEAD and on errors too) releases it; every other answer releases it
+// in the handler. The cache closes the fd only when it has dropped the
+// entry and the last response using it has released it, so no fd closes
+// under an in-flight sendfile.
+//
+// # What it never does
+//
+// It never lists directories, never compresses (media is compressed
+// already and Range must address the stored bytes), never hijacks a
+// connection, never lets an error's text reach a client, and never uses
+// fasthttp's MaxConnsPerIP (its connection wrapper would hide the TCP
+// connection and lose sendfile); the listener enforces connection limits.
+package origin

@@ -1,0 +1,127 @@
+package origin
+
+import (
+	"errors"
+	"io/fs"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/cache"
+	"segorigin/ranges"
+)
+
+var (
+	errMethod       = errors.New("origin: method not allowed")
+	errPrecondition = errors.New("origin: precondition failed")
+)
+
+// statusFor maps an error to the HTTP status a client gets. It is the one
+// place that does so; the error's text never reaches the client.
+func statusFor(err error) int {
+	switch {
+	case errors.Is(err, errBadPath), errors.Is(err, errPathEscapes):
+		return fasthttp.StatusBadRequest
+	case errors.Is(err, errMethod):
+		return fasthttp.StatusMethodNotAllowed
+	case errors.Is(err, errPrecondition):
+		return fasthttp.StatusPreconditionFailed
+	case errors.Is(err, ranges.ErrUnsatisfiable):
+		return fasthttp.StatusRequestedRangeNotSatisfiable
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, cache.ErrIsDir), errors.Is(err, cache.ErrNotRegular),
+		errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ENAMETOOLONG),
+		isRootEscape(err):
+		// Directories are never listed, and a symlink that leaves the root
+		// is, for the client, simply not there.
+		return fasthttp.StatusNotFound
+	case errors.Is(err, fs.ErrPermission):
+		return fasthttp.StatusForbidden
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+		return fasthttp.StatusServiceUnavailable
+	}
+	return fasthttp.StatusInternalServerError
+}
+
+// isRootEscape recognises os.Root's refusal of a path (a symlink, mostly)
+// that resolves outside the root. os.Root does not export that error value
+// (os.errPathEscapes), so its text is the only handle on it.
+func isRootEscape(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "path escapes from parent")
+}
+
+// fail answers a request with the status for err and a short body, and logs
+// what an operator needs (but not on the hot 404/412/416 paths, which are
+// counted instead).
+func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
+	code := statusFor(err)
+	switch {
+	case code == fasthttp.StatusServiceUnavailable:
+		ctx.Response.Header.Set("Retry-After", "1")
+		s.stats.Status5xx.Add(1)
+		if s.emfileLog.allow() {
+			s.log.Error("out of file descriptors: shedding the file cache, answering 503",
+				"path", string(ctx.Path()), "err", err)
+		}
+	case code >= 500:
+		s.stats.Status5xx.Add(1)
+		s.log.Error("request failed", "path", string(ctx.Path()), "err", err)
+	case code == fasthttp.StatusBadRequest:
+		s.stats.Status4xx.Add(1)
+		s.log.Info("bad request path", "raw", string(ctx.URI().PathOriginal()), "err", err)
+	default:
+		s.stats.Status4xx.Add(1)
+		if isRootEscape(err) {
+			s.log.Info("refused a path that leaves the root", "err", err)
+		}
+	}
+	ctx.Response.Header.Del("Cache-Control")
+	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
+	ctx.SetStatusCode(code)
+	ctx.SetBodyString(strconv.Itoa(code) + " " + fasthttp.StatusMessage(code) + "\n")
+}
+
+// handleParseError answers requests fasthttp could not parse (oversized
+// headers: 431; timeouts: 408; anything else: 400). fasthttp closes the
+// connection after it.
+func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
+	code := fasthttp.StatusBadRequest
+	var small *fasthttp.ErrSmallBuffer
+	var ne interface{ Timeout() bool }
+	switch {
+	case errors.As(err, &small):
+		code = fasthttp.StatusRequestHeaderFieldsTooLarge
+		s.stats.HeaderTooLarge.Add(1)
+	case errors.As(err, &ne) && ne.Timeout():
+		code = fasthttp.StatusRequestTimeout
+	}
+	s.stats.BadRequests.Add(1)
+	if s.parseErrLog.allow() {
+		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(), "err", err)
+	}
+	s.setCORS(ctx)
+	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
+	ctx.SetStatusCode(code)
+	ctx.SetBodyString(strconv.Itoa(code) + " " + fasthttp.StatusMessage(code) + "\n")
+}
+
+// rateLimitedLog lets one log line through per interval, so a flood of the
+// same failure cannot flood the log.
+type rateLimitedLog struct {
+	every time.Duration
+	now   func() time.Time
+	last  atomic.Int64 // unix nanos of the last line let through
+}
+
+func (r *rateLimitedLog) allow() bool {
+	now := r.now().UnixNano()
+	last := r.last.Load()
+	if now-last < int64(r.every) {
+		return false
+	}
+	return r.last.CompareAndSwap(last, now)
+}

@@ -1,0 +1,208 @@
+package origin
+
+import (
+	"crypto/rand"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/cache"
+	"segorigin/ranges"
+)
+
+// handle is the fasthttp request handler: method, path, file, preconditions,
+// ranges, headers, then the body stream that the transport sends.
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	s.stats.Requests.Add(1)
+	s.setCORS(ctx)
+	switch {
+	case ctx.IsGet(), ctx.IsHead():
+	case ctx.IsOptions():
+		s.options(ctx)
+		return
+	default:
+		// RFC 9110 §15.5.6: "The origin server MUST generate an Allow
+		// header field in a 405 response".
+		ctx.Response.Header.Set("Allow", corsAllowMethods)
+		s.fail(ctx, errMethod)
+		return
+	}
+	var scratch [256]byte
+	name, err := cleanPath(scratch[:0], ctx.URI().PathOriginal())
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	if s.auth != nil {
+		file, seg := s.auth.stripCarrier(name)
+		if err := s.auth.check(ctx, file, seg, s.cfg.Now()); err != nil {
+			s.deny(ctx, s.auth, file, err)
+			return
+		}
+		name = file
+	}
+	h, err := s.cache.Acquire(name)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	s.serveFile(ctx, name, h)
+}
+
+// serveFile answers GET or HEAD for an open file. It owns h: it either hands
+// it to a body stream (released by the stream's Close) or releases it.
+func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handle) {
+	v := validators{etag: h.ETag, modTime: h.ModTime.Truncate(time.Second)}
+	now := s.cfg.Now()
+	switch evaluatePreconditions(&ctx.Request.Header, v) {
+	case notModified:
+		h.Release()
+		s.setValidators(ctx, name, v)
+		ctx.SetStatusCode(fasthttp.StatusNotModified)
+		s.stats.Status3xx.Add(1)
+		return
+	case preconditionFailed:
+		h.Release()
+		s.fail(ctx, errPrecondition)
+		return
+	}
+
+	mt := lookupType(name)
+	var spans []ranges.Span
+	var spanBuf [4]ranges.Span
+	// RFC 9110 §14.2: "A server MUST ignore a Range header field received
+	// with a request method that is unrecognized or for which range
+	// handling is not defined" — and for HEAD it is not: "The Range header
+	// field is evaluated ... only for GET", so HEAD answers as GET without
+	// Range would.
+	if rh := ctx.Request.Header.Peek("Range"); len(rh) > 0 && ctx.IsGet() &&
+		ifRange(ctx.Request.Header.Peek("If-Range"), v, now) {
+		var err error
+		spans, err = ranges.ParseInto(spanBuf[:0], string(rh), h.Size, s.cfg.MaxRanges)
+		switch {
+		case err == nil:
+		case errors.Is(err, ranges.ErrUnsatisfiable):
+			h.Release()
+			ctx.Response.Header.Set("Content-Range", ranges.UnsatisfiedContentRange(h.Size))
+			s.fail(ctx, err)
+			return
+		default:
+			// ErrInvalid and ErrTooMany: ignore the Range header and
+			// send the whole representation (RFC 9110 §14.2).
+			s.stats.RangesIgnored.Add(1)
+			spans = nil
+		}
+	}
+
+	s.setValidators(ctx, name, v)
+	hdr := &ctx.Response.Header
+	hdr.Set("Accept-Ranges", "bytes")
+	var mp *ranges.Multipart
+	var total int64
+	switch len(spans) {
+	case 0:
+		spans = append(spanBuf[:0], ranges.Span{Start: 0, Length: h.Size})
+		total = h.Size
+		hdr.SetContentType(mt.contentType)
+		ctx.SetStatusCode(fasthttp.StatusOK)
+		s.stats.Status2xx.Add(1)
+	case 1:
+		total = spans[0].Length
+		hdr.SetContentType(mt.contentType)
+		hdr.Set("Content-Range", spans[0].ContentRange(h.Size))
+		ctx.SetStatusCode(fasthttp.StatusPartialContent)
+		s.stats.Status2xx.Add(1)
+	default:
+		mp = ranges.NewMultipart(s.boundary(), mt.contentType, h.Size, spans)
+		total = mp.Len()
+		hdr.SetContentType(mp.ContentType())
+		ctx.SetStatusCode(fasthttp.StatusPartialContent)
+		s.stats.Status2xx.Add(1)
+		s.stats.Multipart.Add(1)
+	}
+	if ctx.IsHead() || total == 0 {
+		// No body to send: fasthttp keeps the Content-Length we set when
+		// the body is empty and SkipBody is set for HEAD.
+		h.Release()
+		hdr.SetContentLength(int(total))
+		return
+	}
+	s.attachBody(ctx, h, spans, mp, total)
+}
+
+// setValidators writes the headers a 200, 206 and 304 share: RFC 9110
+// §15.4.5 says a 304 carries the ETag, Cache-Control and Date the 200 would.
+func (s *Server) setValidators(ctx *fasthttp.RequestCtx, name string, v validators) {
+	hdr := &ctx.Response.Header
+	hdr.Set("ETag", v.etag)
+	hdr.SetLastModified(v.modTime)
+	if cc := s.cacheControl(lookupType(name).kind); cc != "" {
+		hdr.Set("Cache-Control", cc)
+	}
+}
+
+func (s *Server) cacheControl(k kind) string {
+	switch k {
+	case kindPlaylist:
+		return s.cfg.CacheControlPlaylist
+	case kindSegment:
+		return s.cfg.CacheControlSegment
+	}
+	return s.cfg.CacheControlOther
+}
+
+// boundary returns a fresh multipart boundary. Random, so that no file's
+// content can forge a part delimiter.
+func (s *Server) boundary() string {
+	b, err := ranges.NewBoundary(rand.Reader)
+	if err != nil {
+		// crypto/rand does not fail on Linux; if it ever does, a
+		// counter-based boundary is still unique per response.
+		return "segorigin-" + strconv.FormatInt(s.stats.Multipart.Load(), 36)
+	}
+	return b
+}
+
+// setCORS adds Access-Control-Allow-Origin (and Expose-Headers) to every
+// response when the request's Origin is allowed: players need it on 206,
+// 304 and errors too, or they cannot even read the status.
+func (s *Server) setCORS(ctx *fasthttp.RequestCtx) {
+	if !s.cors.enabled() {
+		return
+	}
+	hdr := &ctx.Response.Header
+	if !s.cors.any {
+		hdr.Add("Vary", "Origin")
+	}
+	origin := ctx.Request.Header.Peek("Origin")
+	if len(origin) == 0 {
+		if s.cors.any {
+			hdr.Set("Access-Control-Allow-Origin", "*")
+		}
+		return
+	}
+	allow := s.cors.allow(origin)
+	if allow == "" {
+		return
+	}
+	hdr.Set("Access-Control-Allow-Origin", allow)
+	hdr.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+}
+
+// options answers OPTIONS: a CORS preflight when it carries
+// Access-Control-Request-Method, a plain capability answer otherwise.
+func (s *Server) options(ctx *fasthttp.RequestCtx) {
+	hdr := &ctx.Response.Header
+	hdr.Set("Allow", corsAllowMethods)
+	if len(ctx.Request.Header.Peek("Access-Control-Request-Method")) > 0 &&
+		len(hdr.Peek("Access-Control-Allow-Origin")) > 0 {
+		hdr.Set("Access-Control-Allow-Methods", corsAllowMethods)
+		hdr.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+		hdr.Set("Access-Control-Max-Age", corsMaxAge)
+	}
+	hdr.SetContentLength(0)
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+	s.stats.Status2xx.Add(1)
+}

@@ -1,0 +1,121 @@
+package origin
+
+import (
+	"errors"
+	"strings"
+)
+
+// Path errors. Each maps to a status in statusFor.
+var (
+	errBadPath     = errors.New("origin: malformed request path")
+	errPathEscapes = errors.New("origin: request path climbs above the root")
+)
+
+// cleanPath turns a raw request path (as received, still percent-encoded)
+// into a cache key: a slash-separated path relative to the media root, with
+// no leading slash, no empty, "." or ".." segments.
+//
+// It is written by hand rather than with url.PathUnescape + path.Clean for
+// two reasons: path.Clean silently clamps "/../x" to "/x", while an origin
+// should refuse a path that tries to climb above its root (nginx answers 400
+// too), and the decode must refuse NUL and other control bytes that no media
+// file name carries. Percent-decoding happens before dot-segment removal, so
+// "%2e%2e" and "%2f" are treated exactly like ".." and "/": they can only ever
+// name something inside the root. Symlinks are the opener's concern (os.Root).
+//
+// scratch is working space (a stack array in the caller avoids an
+// allocation per request); only the returned string survives.
+func cleanPath(scratch []byte, raw []byte) (string, error) {
+	if len(raw) == 0 || raw[0] != '/' {
+		return "", errBadPath
+	}
+	dec, err := percentDecode(scratch[:0], raw)
+	if err != nil {
+		return "", err
+	}
+	// Remove dot segments in place: out grows behind the read position.
+	out := dec[:0]
+	for i := 0; i < len(dec); {
+		for i < len(dec) && dec[i] == '/' {
+			i++
+		}
+		j := i
+		for j < len(dec) && dec[j] != '/' {
+			j++
+		}
+		seg := dec[i:j]
+		i = j
+		switch {
+		case len(seg) == 0, len(seg) == 1 && seg[0] == '.':
+			continue
+		case len(seg) == 2 && seg[0] == '.' && seg[1] == '.':
+			k := lastSlash(out)
+			if k < 0 && len(out) == 0 {
+				return "", errPathEscapes
+			}
+			out = out[:max(k, 0)]
+			continue
+		}
+		if len(out) > 0 {
+			out = append(out, '/')
+		}
+		out = append(out, seg...)
+	}
+	return string(out), nil
+}
+
+func lastSlash(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == '/' {
+			return i
+		}
+	}
+	return -1
+}
+
+// percentDecode appends the decoded form of raw to dst. A '%' not followed by
+// two hex digits, and any decoded byte below 0x20 or 0x7f (NUL above all), is
+// an error: such a path can only be an attack or a broken client.
+func percentDecode(dst, raw []byte) ([]byte, error) {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c == '%' {
+			if i+2 >= len(raw) {
+				return dst, errBadPath
+			}
+			hi, ok1 := unhex(raw[i+1])
+			lo, ok2 := unhex(raw[i+2])
+			if !ok1 || !ok2 {
+				return dst, errBadPath
+			}
+			c = hi<<4 | lo
+			i += 2
+		}
+		if c < 0x20 || c == 0x7f {
+			return dst, errBadPath
+		}
+		dst = append(dst, c)
+	}
+	return dst, nil
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
+// extOf returns the lower-case extension of name without the dot.
+func extOf(name string) string {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 || strings.IndexByte(name[i:], '/') >= 0 {
+		return ""
+	}
+	return strings.ToLower(name[i+1:])
+}

@@ -1,0 +1,87 @@
+package origin
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCleanPath(t *testing.T) {
+	tests := []struct {
+		raw, want string
+		err       error
+	}{
+		{"/", "", nil},
+		{"/a/b.ts", "a/b.ts", nil},
+		{"//a///b.ts", "a/b.ts", nil},
+		{"/a/./b.ts", "a/b.ts", nil},
+		{"/a/../b.ts", "b.ts", nil},
+		{"/a/%2e%2e/b.ts", "b.ts", nil},
+		{"/a%2fb.ts", "a/b.ts", nil},
+		{"/a/b/", "a/b", nil},
+		{"/%C3%A9t%C3%A9.ts", "été.ts", nil},
+		{"/a%20b.ts", "a b.ts", nil},
+		{"/..", "", errPathEscapes},
+		{"/a/../..", "", errPathEscapes},
+		{"/%2e%2e%2fetc", "", errPathEscapes},
+		{"/a%00.ts", "", errBadPath},
+		{"/a%0d%0a.ts", "", errBadPath},
+		{"/a%7f", "", errBadPath},
+		{"/a%", "", errBadPath},
+		{"/a%g1", "", errBadPath},
+		{"a.ts", "", errBadPath},
+		{"", "", errBadPath},
+	}
+	for _, tt := range tests {
+		t.Run(tt.raw, func(t *testing.T) {
+			var scratch [8]byte
+			got, err := cleanPath(scratch[:0], []byte(tt.raw))
+			if got != tt.want || err != tt.err {
+				t.Errorf("cleanPath(%q) = %q, %v; want %q, %v", tt.raw, got, err, tt.want, tt.err)
+			}
+		})
+	}
+}
+
+// FuzzCleanPath: whatever the input, a path that comes out names something
+// inside the root: no leading slash, no empty, "." or ".." segment, no
+// control byte.
+func FuzzCleanPath(f *testing.F) {
+	for _, s := range []string{"/", "/a/../b", "/%2e%2e/x", "//a//b/", "/a%2f..%2f..", "/%00", "/ok/seg1.ts"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		got, err := cleanPath(nil, []byte(raw))
+		if err != nil {
+			return
+		}
+		if got == "" {
+			return
+		}
+		if strings.HasPrefix(got, "/") || strings.HasSuffix(got, "/") {
+			t.Fatalf("cleanPath(%q) = %q: leading or trailing slash", raw, got)
+		}
+		for _, seg := range strings.Split(got, "/") {
+			if seg == "" || seg == "." || seg == ".." {
+				t.Fatalf("cleanPath(%q) = %q: segment %q", raw, got, seg)
+			}
+		}
+		for _, c := range []byte(got) {
+			if c < 0x20 || c == 0x7f {
+				t.Fatalf("cleanPath(%q) = %q: control byte %#x", raw, got, c)
+			}
+		}
+	})
+}
+
+func TestCleanPathAllocs(t *testing.T) {
+	raw := []byte("/vod/title42/v1/seg00042.m4s")
+	allocs := testing.AllocsPerRun(100, func() {
+		var scratch [256]byte
+		if _, err := cleanPath(scratch[:0], raw); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 1 {
+		t.Errorf("cleanPath allocs = %v, want <= 1 (the returned string)", allocs)
+	}
+}

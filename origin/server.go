@@ -1,0 +1,262 @@
+package origin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/cache"
+	"segorigin/watcher"
+)
+
+// Server is a segorigin origin: one fasthttp server over one media root,
+// with its file cache and, when enabled, the watcher that invalidates it.
+type Server struct {
+	cfg   Config
+	log   *slog.Logger
+	root  *os.Root // confines opens to cfg.Root (symlinks included)
+	cache *cache.Cache
+	watch *watcher.Watcher // nil when cfg.Watch is false
+	http  *fasthttp.Server
+	cors  corsPolicy
+	auth  *authorizer // nil when authorization is off
+	tls   *tlsState   // nil without a TLS certificate
+	stats Stats
+
+	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
+
+	emfileLog   rateLimitedLog // "out of file descriptors", once per interval
+	parseErrLog rateLimitedLog // unparseable requests, once per interval
+	limitLog    rateLimitedLog // connection limits hit, once per interval
+
+	streamPool sync.Pool // *bodyStream
+}
+
+// New validates cfg and builds a server. It starts no goroutine: Run does.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
+	}
+	abs, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("origin: root: %w", err)
+	}
+	cfg.Root = abs
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("origin: root: %w", err)
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, root: root, cors: newCORSPolicy(cfg.CORSOrigins)}
+	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
+	s.emfileLog.every, s.emfileLog.now = 10*time.Second, cfg.Now
+	s.parseErrLog.every, s.parseErrLog.now = 10*time.Second, cfg.Now
+	s.limitLog.every, s.limitLog.now = 10*time.Second, cfg.Now
+	s.streamPool.New = func() any { return new(bodyStream) }
+
+	if cfg.Auth.enabled() {
+		if s.auth, err = newAuthorizer(cfg.Auth, &s.stats.Auth, cfg.Now); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("origin: auth: %w", err)
+		}
+	}
+	if cfg.TLS.enabled() {
+		if s.tls, err = newTLSState(cfg.TLS, s.log, &s.stats.TLS, cfg.Now); err != nil {
+			root.Close()
+			return nil, fmt.Errorf("origin: tls: %w", err)
+		}
+	}
+	revalidate := time.Duration(0)
+	if !cfg.Watch {
+		revalidate = cfg.RevalidateEvery
+	}
+	s.cache, err = cache.New(cache.Config{
+		MaxFiles:    cfg.CacheFiles,
+		NegativeTTL: cfg.NegativeTTL,
+		Revalidate:  revalidate,
+		Open:        s.open,
+		Stat:        s.stat,
+		Now:         cfg.Now,
+	})
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("origin: cache: %w", err)
+	}
+	if cfg.Watch {
+		s.watch, err = watcher.New(watcher.Config{
+			Root:       abs,
+			Target:     s.cache,
+			Logger:     s.log,
+			OnDegraded: s.onWatchDegraded,
+		})
+		if err != nil {
+			s.cache.Close()
+			root.Close()
+			return nil, fmt.Errorf("origin: watcher: %w", err)
+		}
+	}
+	s.http = s.newFastHTTP()
+	return s, nil
+}
+
+// onWatchDegraded switches the cache to stat revalidation while the watcher
+// cannot see every change, and back when it can.
+func (s *Server) onWatchDegraded(degraded bool) {
+	if degraded {
+		s.cache.SetRevalidate(s.cfg.RevalidateEvery)
+		return
+	}
+	s.cache.SetRevalidate(0)
+}
+
+func (s *Server) newFastHTTP() *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:                       s.handle,
+		Name:                          s.cfg.ServerName,
+		NoDefaultServerHeader:         s.cfg.ServerName == "",
+		NoDefaultContentType:          true,
+		ReadTimeout:                   s.cfg.ReadTimeout,
+		WriteTimeout:                  s.cfg.WriteTimeout,
+		IdleTimeout:                   s.cfg.IdleTimeout,
+		MaxRequestsPerConn:            s.cfg.MaxRequestsPerConn,
+		ReadBufferSize:                s.cfg.MaxHeaderBytes,
+		MaxRequestBodySize:            64 << 10,
+		DisablePreParseMultipartForm:  true,
+		DisableHeaderNamesNormalizing: false,
+		ReduceMemoryUsage:             false,
+		CloseOnShutdown:               true,
+		Logger:                        fasthttpLogger{s.log},
+		ErrorHandler:                  s.handleParseError,
+		// MaxConnsPerIP stays 0: fasthttp would wrap each connection and
+		// hide the *net.TCPConn the sendfile path needs. Our listener
+		// enforces per-IP limits instead.
+	}
+}
+
+// open opens a cache key under the root. Without FollowSymlinks, os.Root
+// refuses any path, symlinks included, that resolves outside the root.
+func (s *Server) open(name string) (*os.File, error) {
+	if name == "" {
+		name = "."
+	}
+	// O_NONBLOCK: opening a FIFO for reading would otherwise block until a
+	// writer appears; with it the open returns and the cache refuses the
+	// FIFO as not a regular file. Regular files ignore the flag.
+	const flags = os.O_RDONLY | syscall.O_NONBLOCK
+	if s.cfg.FollowSymlinks {
+		return os.OpenFile(filepath.Join(s.cfg.Root, filepath.FromSlash(name)), flags, 0)
+	}
+	return s.root.OpenFile(filepath.FromSlash(name), flags, 0)
+}
+
+func (s *Server) stat(name string) (fs.FileInfo, error) {
+	if name == "" {
+		name = "."
+	}
+	if s.cfg.FollowSymlinks {
+		return os.Stat(filepath.Join(s.cfg.Root, filepath.FromSlash(name)))
+	}
+	return s.root.Stat(filepath.FromSlash(name))
+}
+
+// Run serves on every listener until ctx is done, then drains: it stops
+// accepting, lets responses in flight finish until drain elapses, and
+// returns. Listeners marked by TLSListener serve HTTPS. Run owns the
+// watcher goroutine, the certificate reload poll and one serving goroutine
+// per listener; all have ended when it returns. The listeners are closed.
+func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.Listener) error {
+	if len(listeners) == 0 {
+		return errors.New("origin: Run needs at least one listener")
+	}
+	wrapped := make([]net.Listener, len(listeners))
+	for i, ln := range listeners {
+		var err error
+		if wrapped[i], err = s.serveListener(ln); err != nil {
+			for _, l := range listeners {
+				l.Close()
+			}
+			return err
+		}
+	}
+	var wg sync.WaitGroup
+	errc := make(chan error, len(listeners))
+	watchCtx, stopWatch := context.WithCancel(context.Background())
+	if s.watch != nil {
+		wg.Go(func() {
+			if err := s.watch.Run(watchCtx); err != nil {
+				s.log.Error("watcher stopped", "err", err)
+			}
+		})
+	}
+	if s.tls != nil && s.tls.cfg.CertFile != "" && s.tls.cfg.ReloadEvery > 0 {
+		wg.Go(func() { s.tls.certs.poll(watchCtx, s.tls.cfg.ReloadEvery) })
+	}
+	for i, ln := range listeners {
+		wl := wrapped[i]
+		wg.Go(func() {
+			if err := s.http.Serve(wl); err != nil {
+				errc <- fmt.Errorf("origin: serve %s: %w", ln.Addr(), err)
+			}
+		})
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), drain)
+	if err := s.http.ShutdownWithContext(sctx); err != nil {
+		s.log.Warn("drain deadline passed with connections open", "err", err)
+	}
+	cancel()
+	stopWatch()
+	wg.Wait()
+	return runErr
+}
+
+// Close releases the cache and the root. Call it after Run returned.
+func (s *Server) Close() error {
+	return errors.Join(s.cache.Close(), s.root.Close())
+}
+
+// Stats returns the server's counters (live, not a copy).
+func (s *Server) Stats() *Stats { return &s.stats }
+
+// CacheStats returns a snapshot of the file cache's counters.
+func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }
+
+// fasthttpLogger routes fasthttp's own messages into slog.
+type fasthttpLogger struct{ l *slog.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	f.l.Warn(fmt.Sprintf(format, args...), "component", "fasthttp")
+}
+
+// BodyPaths describes, as slog attributes, which body paths this process
+// can use: sendfile on plain TCP, kTLS (with the ciphers the kernel took,
+// or the reason it is off), and the userspace copy.
+func (s *Server) BodyPaths() []any {
+	sendfile := sendfileAvailable && !s.cfg.DisableSendfile
+	if s.tls == nil {
+		return []any{"sendfile", sendfile, "ktls", false, "ktls_reason", "no TLS listener", "copy", true}
+	}
+	on, reason := s.tls.status()
+	if !on {
+		return []any{"sendfile", sendfile, "ktls", false, "ktls_reason", reason, "copy", true}
+	}
+	var ciphers []string
+	for _, c := range s.tls.probe.ciphers {
+		ciphers = append(ciphers, c.String())
+	}
+	return []any{"sendfile", sendfile, "ktls", true, "ktls_ciphers", strings.Join(ciphers, ","), "copy", true}
+}

@@ -1,0 +1,577 @@
+package origin_test
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"segorigin/origin"
+)
+
+// tlsMode is how a test talks HTTPS: the version the client pins, the
+// TLS 1.2 suite it offers (0: Go's default list), and the server's kTLS
+// setting, with the kernel optionally replaced by the emulator.
+type tlsMode struct {
+	name    string
+	version uint16
+	suite   uint16
+	ktls    origin.KTLSMode
+	emulate bool
+}
+
+// tlsModes are the ways the conformance suite runs over HTTPS. On this
+// kernel "auto" means userspace TLS (no kTLS; nothing attempted), "always"
+// attempts the real setsockopt and falls back, and the emulated modes push
+// every response through the hand-over with the kernel replaced by a
+// userspace sealer, so a wrong key, IV or sequence number breaks the
+// stock client's reads.
+var tlsModes = []tlsMode{
+	{name: "TLS1.2", version: tls.VersionTLS12, ktls: origin.KTLSAuto},
+	{name: "TLS1.3", version: tls.VersionTLS13, ktls: origin.KTLSAuto},
+	{name: "TLS1.3-ktls-always", version: tls.VersionTLS13, ktls: origin.KTLSAlways},
+	{name: "TLS1.2-ktls-emulated-AES256", version: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384, ktls: origin.KTLSAlways, emulate: true},
+	{name: "TLS1.2-ktls-emulated-ChaCha20", version: tls.VersionTLS12, suite: tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, ktls: origin.KTLSAlways, emulate: true},
+	{name: "TLS1.3-ktls-emulated", version: tls.VersionTLS13, ktls: origin.KTLSAlways, emulate: true},
+}
+
+func (m *tlsMode) clientConfig() *tls.Config {
+	cfg := &tls.Config{RootCAs: testCert().pool, MinVersion: m.version, MaxVersion: m.version, NextProtos: []string{"http/1.1"}}
+	if m.suite != 0 {
+		cfg.CipherSuites = []uint16{m.suite}
+	}
+	return cfg
+}
+
+// startServerTLS runs a server whose one listener is HTTPS in mode m.
+func startServerTLS(t *testing.T, root string, mod func(*origin.Config), m tlsMode) *testServer {
+	t.Helper()
+	return startServerMode(t, root, mod, &m)
+}
+
+// tlsRun is one test function running over TLS: the servers it started.
+type tlsRun struct {
+	mode    tlsMode
+	mu      sync.Mutex // protects servers
+	servers []*testServer
+}
+
+func (r *tlsRun) started(ts *testServer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.servers = append(r.servers, ts)
+}
+
+// tlsRuns maps a test's name to its run: startServer, called anywhere
+// below that test, starts HTTPS servers in the run's mode.
+var tlsRuns sync.Map // string → *tlsRun
+
+// runOverTLS runs fn, a plain-HTTP test function, with every server it
+// starts serving HTTPS in mode m, and returns the servers it started.
+func runOverTLS(t *testing.T, m tlsMode, fn func(*testing.T)) []*testServer {
+	r := &tlsRun{mode: m}
+	tlsRuns.Store(t.Name(), r)
+	defer tlsRuns.Delete(t.Name())
+	fn(t)
+	return r.servers
+}
+
+func tlsModeOf(t *testing.T) (*tlsRun, bool) {
+	for name := t.Name(); ; {
+		if r, ok := tlsRuns.Load(name); ok {
+			return r.(*tlsRun), true
+		}
+		i := strings.LastIndexByte(name, '/')
+		if i < 0 {
+			return nil, false
+		}
+		name = name[:i]
+	}
+}
+
+// conformance is the plain listener's conformance suite: every test of
+// ranges_test.go, conditional_test.go, http_test.go and auth_test.go.
+var conformance = []struct {
+	name string
+	fn   func(*testing.T)
+}{
+	{"SingleRanges", TestSingleRanges},
+	{"ManyIdenticalRanges", TestManyIdenticalRanges},
+	{"TooManyRanges", TestTooManyRanges},
+	{"MultipartRanges", TestMultipartRanges},
+	{"EmptyFile", TestEmptyFile},
+	{"Conditionals", TestConditionals},
+	{"IfRangeDateMustBeStrong", TestIfRangeDateMustBeStrong},
+	{"ETagIgnoresInode", TestETagIgnoresInode},
+	{"Methods", TestMethods},
+	{"HeadMatchesGet", TestHeadMatchesGet},
+	{"ContentTypeAndCacheControl", TestContentTypeAndCacheControl},
+	{"CORS", TestCORS},
+	{"CORSAllowList", TestCORSAllowList},
+	{"Paths", TestPaths},
+	{"FollowSymlinks", TestFollowSymlinks},
+	{"LargeSparseFile", TestLargeSparseFile},
+	{"AuthTokens", TestAuthTokens},
+	{"AuthMissingAndPublic", TestAuthMissingAndPublic},
+	{"AuthSecureLink", TestAuthSecureLink},
+	{"PipelinedKeepAlive", TestPipelinedKeepAlive},
+}
+
+// TestConformanceOverTLS: the plain listener's conformance suite (ranges,
+// multipart, conditionals, HEAD, errors, paths, auth), byte-exact, over
+// TLS 1.2 and 1.3 in every mode; then each server's counters show which
+// body path served.
+func TestConformanceOverTLS(t *testing.T) {
+	for _, m := range tlsModes {
+		t.Run(m.name, func(t *testing.T) {
+			for _, tc := range conformance {
+				t.Run(tc.name, func(t *testing.T) {
+					for _, ts := range runOverTLS(t, m, tc.fn) {
+						checkTLSPaths(t, ts, m)
+					}
+				})
+			}
+		})
+	}
+}
+
+// checkTLSPaths: the counters agree with the mode. No body went out by
+// plain sendfile; without a kTLS kernel every body was copied (pooled
+// buffer, one record per write); emulated modes handed every connection
+// over.
+func checkTLSPaths(t *testing.T, ts *testServer, m tlsMode) {
+	t.Helper()
+	st := ts.srv.Stats()
+	tr, tl := &st.Transport, &st.TLS
+	if n := tr.SendfileResponses.Load(); n != 0 {
+		t.Errorf("%s: SendfileResponses = %d over TLS, want 0", m.name, n)
+	}
+	kernel := kernelHasKTLS(ts) && m.ktls != origin.KTLSOff && !m.emulate
+	if !kernel && tr.KTLSResponses.Load() != 0 {
+		t.Errorf("%s: KTLSResponses = %d without a kTLS kernel", m.name, tr.KTLSResponses.Load())
+	}
+	if !kernel && tr.CopyBytes.Load() > 0 && tr.CopyResponses.Load() == 0 {
+		t.Errorf("%s: CopyBytes %d but no CopyResponses", m.name, tr.CopyBytes.Load())
+	}
+	hs := tl.Handshakes.Load()
+	switch {
+	case m.emulate:
+		if tl.KTLSOffloaded.Load() != hs {
+			t.Errorf("%s: KTLSOffloaded = %d of %d handshakes, want all", m.name, tl.KTLSOffloaded.Load(), hs)
+		}
+	case m.ktls == origin.KTLSAlways && !kernel:
+		if tl.KTLSULPFailed.Load() != hs || tl.KTLSOffloaded.Load() != 0 {
+			t.Errorf("%s: KTLSULPFailed = %d of %d handshakes, KTLSOffloaded %d; want all, 0", m.name, tl.KTLSULPFailed.Load(), hs, tl.KTLSOffloaded.Load())
+		}
+	case m.ktls == origin.KTLSAuto && !kernel:
+		if n := tl.KTLSULPFailed.Load() + tl.KTLSOffloaded.Load() + tl.KTLSUnsupported.Load(); n != 0 {
+			t.Errorf("%s: %d hand-over attempts after a failed probe, want 0", m.name, n)
+		}
+	}
+}
+
+// kernelHasKTLS: the server's start-up probe found kTLS.
+func kernelHasKTLS(ts *testServer) bool {
+	for i, a := range ts.srv.BodyPaths() {
+		if a == "ktls" {
+			return ts.srv.BodyPaths()[i+1] == true
+		}
+	}
+	return false
+}
+
+// TestTLSCopyPathCounted: over HTTPS on this kernel the copy path serves
+// every body shape, byte-exact, and the counters say so (on a kTLS kernel
+// the kTLS counters do).
+func TestTLSCopyPathCounted(t *testing.T) {
+	for _, m := range tlsModes[:2] {
+		t.Run(m.name, func(t *testing.T) {
+			ts := startServerTLS(t, "", nil, m)
+			writeSynth(t, ts.root, "w1/seg.m4s", 2<<20)
+			writeSynth(t, ts.root, "w2/big.mp4", 8<<20)
+			c := ts.dial()
+			mustBody(t, c.do("GET", "/w1/seg.m4s"), synthBytes("seg.m4s", 0, 2<<20), "W1 2 MiB")
+			r := c.do("GET", "/w2/big.mp4", "Range: bytes=1048576-1310719")
+			mustStatus(t, r, 206, "W2 256 KiB range")
+			mustBody(t, r, synthBytes("big.mp4", 1<<20, 256<<10), "W2 256 KiB range")
+			mp := c.do("GET", "/w2/big.mp4", "Range: bytes=0-99,4000000-4000099")
+			mustStatus(t, mp, 206, "multipart")
+			tr := &ts.srv.Stats().Transport
+			want := int64(2<<20 + 256<<10 + len(mp.body))
+			if kernelHasKTLS(ts) {
+				if tr.KTLSResponses.Load() != 3 || tr.KTLSBytes.Load() != want {
+					t.Errorf("kTLS kernel: KTLSResponses %d, KTLSBytes %d; want 3, %d", tr.KTLSResponses.Load(), tr.KTLSBytes.Load(), want)
+				}
+				return
+			}
+			if tr.CopyResponses.Load() != 3 || tr.CopyBytes.Load() != want || tr.KTLSResponses.Load() != 0 {
+				t.Errorf("CopyResponses %d, CopyBytes %d, KTLSResponses %d; want 3, %d, 0",
+					tr.CopyResponses.Load(), tr.CopyBytes.Load(), tr.KTLSResponses.Load(), want)
+			}
+		})
+	}
+}
+
+// TestTLSFallbackServes: -ktls=always on this kernel: each connection's
+// setsockopt(TCP_ULP) is refused (ENOENT), counted, and the response is
+// still exact.
+func TestTLSFallbackServes(t *testing.T) {
+	m := tlsModes[2]
+	ts := startServerTLS(t, "", nil, m)
+	writeSynth(t, ts.root, "seg.m4s", 300_000)
+	for i := range 3 {
+		r := ts.get("/seg.m4s", "Range: bytes=1000-")
+		mustBody(t, r, synthBytes("seg.m4s", 1000, 299_000), fmt.Sprintf("connection %d", i))
+	}
+	tl := &ts.srv.Stats().TLS
+	if kernelHasKTLS(ts) {
+		t.Skipf("this kernel has kTLS: %d connections offloaded", tl.KTLSOffloaded.Load())
+	}
+	if tl.Handshakes.Load() != 3 || tl.KTLSULPFailed.Load() != 3 || tl.KTLSOffloaded.Load() != 0 {
+		t.Errorf("Handshakes %d, KTLSULPFailed %d, KTLSOffloaded %d; want 3, 3, 0",
+			tl.Handshakes.Load(), tl.KTLSULPFailed.Load(), tl.KTLSOffloaded.Load())
+	}
+	if n := ts.srv.Stats().Transport.CopyResponses.Load(); n != 3 {
+		t.Errorf("CopyResponses = %d, want 3", n)
+	}
+}
+
+// TestTLSEmulatedKTLSUsesCorkedHeader: through the emulated kernel, the
+// header and the body of a response arrive in one stream of records the
+// stock client decrypts, and a second keep-alive response continues the
+// sequence.
+func TestTLSEmulatedKTLSKeepAlive(t *testing.T) {
+	for _, m := range tlsModes[3:] {
+		t.Run(m.name, func(t *testing.T) {
+			ts := startServerTLS(t, "", nil, m)
+			writeSynth(t, ts.root, "seg.m4s", 100_000)
+			c := ts.dial()
+			for i := range 5 {
+				mustBody(t, c.do("GET", "/seg.m4s"), synthBytes("seg.m4s", 0, 100_000), fmt.Sprintf("request %d", i))
+			}
+			c.conn.Close()
+			if n := ts.emu.Records.Load(); n < 5*7 {
+				t.Errorf("emulator sealed %d records for 5 responses of 100 kB, want >= 35", n)
+			}
+		})
+	}
+}
+
+// TestTLSAbortReleasesFile: over HTTPS too, clients that vanish mid-body
+// or stop reading end their responses (write timeout), release the file,
+// and give their connection slot back.
+func TestTLSAbortReleasesFile(t *testing.T) {
+	ts := startServerTLS(t, "", func(c *origin.Config) {
+		c.CacheFiles = 0
+		c.WriteTimeout = 300 * time.Millisecond
+	}, tlsModes[1])
+	writeSynth(t, ts.root, "big.mp4", 64<<20)
+	var idle []net.Conn
+	for i := range 10 {
+		raw, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw.(*net.TCPConn).SetReadBuffer(8192)
+		cfg := ts.tls.Clone()
+		cfg.ServerName = "127.0.0.1"
+		c := tls.Client(raw, cfg)
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := fmt.Fprintf(c, "GET /big.mp4 HTTP/1.1\r\nHost: t\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			io.ReadFull(c, make([]byte, 32<<10))
+			raw.(*net.TCPConn).SetLinger(0)
+			raw.Close()
+			continue
+		}
+		idle = append(idle, raw)
+	}
+	st := ts.srv.Stats()
+	waitFor(t, 15*time.Second, "every aborted response to release its file", func() bool {
+		return ts.srv.CacheStats().OpenFiles == 0 && st.Transport.Aborted.Load() == 10
+	})
+	for _, c := range idle {
+		c.Close()
+	}
+	waitFor(t, 15*time.Second, "every connection slot back", func() bool { return st.ConnsOpen.Load() == 0 })
+}
+
+// TestTLSPolicy: TLS 1.2 minimum, AEAD suites only, ALPN http/1.1.
+func TestTLSPolicy(t *testing.T) {
+	ts := startServerTLS(t, "", nil, tlsModes[1])
+	writeFile(t, ts.root, "x.m3u8", "#EXTM3U\n")
+	dial := func(cfg *tls.Config) (*tls.Conn, error) {
+		return tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", ts.addr, cfg)
+	}
+	base := tlsModes[1].clientConfig()
+	tests := []struct {
+		name string
+		mod  func(*tls.Config)
+		ok   bool
+	}{
+		{"TLS 1.1 refused", func(c *tls.Config) { c.MinVersion, c.MaxVersion = tls.VersionTLS10, tls.VersionTLS11 }, false},
+		{"CBC suite refused", func(c *tls.Config) {
+			c.MinVersion, c.MaxVersion = tls.VersionTLS12, tls.VersionTLS12
+			c.CipherSuites = []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256}
+		}, false},
+		{"TLS 1.2 ECDHE-ECDSA-AES256-GCM", func(c *tls.Config) {
+			c.MinVersion, c.MaxVersion = tls.VersionTLS12, tls.VersionTLS12
+			c.CipherSuites = []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384}
+		}, true},
+		{"ALPN http/1.1", func(c *tls.Config) { c.NextProtos = []string{"h2", "http/1.1"} }, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := base.Clone()
+			tt.mod(cfg)
+			c, err := dial(cfg)
+			if (err == nil) != tt.ok {
+				t.Fatalf("handshake error %v, want ok=%v", err, tt.ok)
+			}
+			if err == nil {
+				if p := c.ConnectionState().NegotiatedProtocol; p != "http/1.1" {
+					t.Errorf("ALPN = %q, want http/1.1", p)
+				}
+				c.Close()
+			}
+		})
+	}
+	// Plain HTTP to the HTTPS port: a failed handshake, counted, not served.
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "GET /x.m3u8 HTTP/1.1\r\nHost: t\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	b, _ := io.ReadAll(c)
+	c.Close()
+	if bytes.Contains(b, []byte("EXTM3U")) {
+		t.Errorf("plain HTTP on the HTTPS port was served")
+	}
+	waitFor(t, 5*time.Second, "HandshakeErrors >= 3", func() bool { return ts.srv.Stats().TLS.HandshakeErrors.Load() >= 3 })
+}
+
+// TestTLSCertificateReload: a changed certificate file is picked up by
+// the poll, a broken one leaves the previous pair in service, and
+// ReloadCertificates (SIGHUP) reloads at once.
+func TestTLSCertificateReload(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	a, b := newTestCert(t, "cert-a"), newTestCert(t, "cert-b")
+	a.write(t, certFile, keyFile)
+	ts := startServerTLS(t, "", func(c *origin.Config) {
+		c.TLS.CertFile, c.TLS.KeyFile = certFile, keyFile
+		c.TLS.ReloadEvery = 20 * time.Millisecond
+	}, tlsModes[1])
+	pool := x509.NewCertPool()
+	pool.AddCert(a.leaf)
+	pool.AddCert(b.leaf)
+	ts.tls.RootCAs = pool
+	served := func() string {
+		t.Helper()
+		c := ts.dial()
+		defer c.conn.Close()
+		return c.conn.(*tls.Conn).ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	if got := served(); got != "cert-a" {
+		t.Fatalf("serving %q at start, want cert-a", got)
+	}
+	st := &ts.srv.Stats().TLS
+	b.write(t, certFile, keyFile)
+	waitFor(t, 5*time.Second, "the poll to load cert-b", func() bool { return st.CertReloads.Load() == 1 })
+	if got := served(); got != "cert-b" {
+		t.Fatalf("serving %q after the files changed, want cert-b", got)
+	}
+	// A key that does not match the certificate: cert-b stays.
+	a.writeKeyOnly(t, keyFile)
+	waitFor(t, 5*time.Second, "the failed reload", func() bool { return st.CertReloadFails.Load() >= 1 })
+	if got := served(); got != "cert-b" {
+		t.Fatalf("serving %q after a broken reload, want cert-b", got)
+	}
+	if err := ts.srv.ReloadCertificates(); err == nil {
+		t.Errorf("ReloadCertificates with a mismatched key: no error")
+	}
+	a.write(t, certFile, keyFile)
+	if err := ts.srv.ReloadCertificates(); err != nil {
+		t.Fatalf("ReloadCertificates: %v", err)
+	}
+	if got := served(); got != "cert-a" {
+		t.Fatalf("serving %q after ReloadCertificates, want cert-a", got)
+	}
+}
+
+// TestTLSDevCertificate: -tls-dev serves a self-signed certificate for
+// localhost and 127.0.0.1 without any file.
+func TestTLSDevCertificate(t *testing.T) {
+	ts := startServerTLS(t, "", func(c *origin.Config) {
+		c.TLS = origin.TLSConfig{Dev: true, KTLS: origin.KTLSAuto}
+	}, tlsModes[1])
+	writeFile(t, ts.root, "x.m3u8", "#EXTM3U\n")
+	cfg := ts.tls.Clone()
+	cfg.InsecureSkipVerify = true // self-signed: checked by hand below
+	c, err := tls.Dial("tcp", ts.addr, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf := c.ConnectionState().PeerCertificates[0]
+	c.Close()
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	for _, host := range []string{"localhost", "127.0.0.1", "::1"} {
+		if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, DNSName: host}); err != nil {
+			t.Errorf("dev certificate does not verify for %s: %v", host, err)
+		}
+	}
+	ts.tls.RootCAs = pool
+	mustBody(t, ts.get("/x.m3u8"), []byte("#EXTM3U\n"), "GET over -tls-dev")
+	if err := ts.srv.ReloadCertificates(); err != nil {
+		t.Errorf("ReloadCertificates with -tls-dev: %v, want nil (nothing to reload)", err)
+	}
+}
+
+func TestTLSConfigValidation(t *testing.T) {
+	root := t.TempDir()
+	tests := []struct {
+		name string
+		tls  origin.TLSConfig
+		want string
+	}{
+		{"cert without key", origin.TLSConfig{CertFile: "c.pem"}, "give both"},
+		{"dev and files", origin.TLSConfig{Dev: true, CertFile: "c.pem", KeyFile: "k.pem"}, "excludes"},
+		{"bad ktls mode", origin.TLSConfig{Dev: true, KTLS: "sometimes"}, "ktls"},
+		{"missing files", origin.TLSConfig{CertFile: "/nonexistent/c.pem", KeyFile: "/nonexistent/k.pem"}, "no such file"},
+	}
+	for _, tt := range tests {
+		cfg := origin.DefaultConfig()
+		cfg.Root, cfg.Watch, cfg.TLS = root, false, tt.tls
+		_, err := origin.New(cfg)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: New error %v, want one containing %q", tt.name, err, tt.want)
+		}
+	}
+	// An HTTPS listener on a server without a certificate.
+	cfg := origin.DefaultConfig()
+	cfg.Root, cfg.Watch = root, false
+	srv, err := origin.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Run(t.Context(), time.Second, origin.TLSListener(ln)); err == nil || !strings.Contains(err.Error(), "no certificate") {
+		t.Errorf("Run with an HTTPS listener and no certificate: %v", err)
+	}
+}
+
+// testPair is a self-signed ECDSA certificate for 127.0.0.1 and localhost.
+type testPair struct {
+	certPEM, keyPEM []byte
+	leaf            *x509.Certificate
+	pool            *x509.CertPool
+}
+
+func newTestCert(t testing.TB, cn string) *testPair {
+	t.Helper()
+	p, err := makeTestCert(cn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func makeTestCert(cn string) (*testPair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(time.Now().UnixNano()),
+		Subject:      pkix.Name{CommonName: cn},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, err
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	leaf, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(leaf)
+	return &testPair{
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
+		leaf:    leaf, pool: pool,
+	}, nil
+}
+
+// write replaces the files by rename, as deployment tools do.
+func (p *testPair) write(t testing.TB, certFile, keyFile string) {
+	t.Helper()
+	p.writeKeyOnly(t, keyFile)
+	writeAtomic(t, certFile, p.certPEM)
+}
+
+func (p *testPair) writeKeyOnly(t testing.TB, keyFile string) {
+	t.Helper()
+	writeAtomic(t, keyFile, p.keyPEM)
+}
+
+func writeAtomic(t testing.TB, name string, b []byte) {
+	t.Helper()
+	tmp := name + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testCert is the certificate of every HTTPS test server but the reload
+// tests', made once per test binary.
+var testCert = sync.OnceValue(func() *testPair {
+	p, err := makeTestCert("segorigin test")
+	if err != nil {
+		panic(err)
+	}
+	return p
+})
+
+// writeTestCert writes testCert's files into a fresh temp dir.
+func writeTestCert(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	testCert().write(t, certFile, keyFile)
+	return certFile, keyFile
+}

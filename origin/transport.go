@@ -1,0 +1,246 @@
+package origin
+
+import (
+	"errors"
+	"io"
+	"net"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/cache"
+	"segorigin/ranges"
+)
+
+const (
+	// copyBufSize is the userspace copy path's buffer: large enough to
+	// amortise the pread+write pair on plain TCP.
+	copyBufSize = 64 << 10
+	// tlsRecordSize is one full TLS record of plaintext: the copy path
+	// writes that much per Write on TLS so each write is one record.
+	tlsRecordSize = 16 << 10
+)
+
+// errTruncated reports a file that ended before the span announced in
+// Content-Length: it shrank while being sent. The connection must close.
+var errTruncated = errors.New("origin: file shrank while being sent")
+
+// bodyStream is a response body: spans of one open file, alone or framed as
+// multipart/byteranges. fasthttp writes the status line and headers, flushes
+// them (ImmediateHeaderFlush), then calls WriteTo, which sends the body
+// straight to the connection through the transport; it always calls Close,
+// which releases the file (for HEAD and on errors too).
+//
+// File descriptor ownership: the handler acquires h from the cache and hands
+// it to the stream; from then on only Close releases it.
+type bodyStream struct {
+	srv   *Server
+	conn  net.Conn
+	h     *cache.Handle
+	spans []ranges.Span // the spans, in order; one unless mp != nil
+	mp    *ranges.Multipart
+	total int64 // Content-Length: every byte WriteTo must send
+
+	sf   sendfileWriter // plain TCP and kTLS path (reused: no allocation per response)
+	cp   copyWriter     // userspace path
+	ktls bool           // sf serves a kTLS socket: count under KTLS
+
+	// Read state, for a caller that reads instead of WriteTo.
+	rpart int   // current part (framing counts as part of its span)
+	rin   int64 // bytes consumed within the current part's header+span
+	rtail int   // bytes of the trailer consumed
+}
+
+var _ fasthttp.BodyWriterTo = (*bodyStream)(nil)
+
+// attachBody hands h and the spans to a pooled body stream and sets it as
+// the response body.
+func (s *Server) attachBody(ctx *fasthttp.RequestCtx, h *cache.Handle, spans []ranges.Span, mp *ranges.Multipart, total int64) {
+	bs := s.streamPool.Get().(*bodyStream)
+	bs.srv, bs.conn, bs.h, bs.mp, bs.total = s, ctx.Conn(), h, mp, total
+	bs.spans = append(bs.spans[:0], spans...)
+	bs.rpart, bs.rin, bs.rtail = 0, 0, 0
+	ctx.Response.ImmediateHeaderFlush = true
+	if !s.cfg.DisableSendfile {
+		corkHeader(corkTarget(bs.conn))
+	}
+	ctx.Response.SetBodyStream(bs, int(total))
+}
+
+// SupportsBodyWriteTo tells fasthttp that WriteTo may replace Read.
+func (b *bodyStream) SupportsBodyWriteTo() bool { return true }
+
+// WriteTo sends the whole body to the connection. The writer fasthttp
+// passes is its buffered writer, already flushed; the body bypasses it so
+// that file bytes never pass through user space on the sendfile path.
+func (b *bodyStream) WriteTo(io.Writer) (int64, error) {
+	var w bodyWriter = &b.cp
+	b.cp.reset(b.srv, b.conn)
+	b.ktls = false
+	if c, ok := b.conn.(*tcpConn); ok && !b.srv.cfg.DisableSendfile {
+		b.sf.reset(b.srv, c, &b.cp)
+		w = &b.sf
+	} else if c := kernelTLS(b.conn); c != nil && !b.srv.cfg.DisableSendfile {
+		// HTTPS whose records the kernel seals: plaintext framing and
+		// sendfile spans on the socket, as on plain TCP.
+		b.sf.reset(b.srv, c, &b.cp)
+		w, b.ktls = &b.sf, true
+	}
+	n, err := b.send(w)
+	b.account(n, err)
+	if err == nil && n != b.total {
+		err = io.ErrShortWrite // cannot happen: the spans add up to total
+	}
+	return n, err
+}
+
+// bodyWriter is one body path. framing writes bytes from memory (multipart
+// part headers, with more set, and the trailer); span sends a span of the
+// file.
+type bodyWriter interface {
+	framing(p []byte, more bool) (int64, error)
+	span(h *cache.Handle, sp ranges.Span) (int64, error)
+}
+
+func (b *bodyStream) send(w bodyWriter) (int64, error) {
+	if b.mp == nil {
+		return w.span(b.h, b.spans[0])
+	}
+	var n int64
+	for i := range b.mp.Parts() {
+		k, err := w.framing(b.mp.PartHeader(i), true)
+		n += k
+		if err != nil {
+			return n, err
+		}
+		k, err = w.span(b.h, b.mp.Span(i))
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	k, err := w.framing(b.mp.Trailer(), false)
+	return n + k, err
+}
+
+// account counts the response under the path that sent its bytes.
+func (b *bodyStream) account(n int64, err error) {
+	t := &b.srv.stats.Transport
+	sfBytes := b.sf.sent
+	cpBytes := n - sfBytes
+	sfResponses, sfCount := &t.SendfileResponses, &t.SendfileBytes
+	if b.ktls {
+		sfResponses, sfCount = &t.KTLSResponses, &t.KTLSBytes
+	}
+	switch {
+	case b.sf.used && cpBytes == 0:
+		sfResponses.Add(1)
+	default:
+		t.CopyResponses.Add(1)
+	}
+	sfCount.Add(sfBytes)
+	t.CopyBytes.Add(cpBytes)
+	switch {
+	case err == nil:
+	case errors.Is(err, errTruncated):
+		t.Truncated.Add(1)
+		b.srv.log.Warn("file shrank while being sent: closing the connection",
+			"sent", n, "want", b.total, "size_at_open", b.h.Size)
+	default:
+		t.Aborted.Add(1)
+	}
+}
+
+// Close releases the file and returns the stream to its pool. fasthttp calls
+// it exactly once per response, whether or not the body was sent.
+func (b *bodyStream) Close() error {
+	uncorkHeader(corkTarget(b.conn))
+	b.h.Release()
+	s := b.srv
+	b.srv, b.conn, b.h, b.mp = nil, nil, nil, nil
+	b.sf = sendfileWriter{}
+	b.cp = copyWriter{}
+	s.streamPool.Put(b)
+	return nil
+}
+
+// copyWriter is the userspace body path: pread into a pooled buffer, then
+// write. On TLS each write is one record's worth.
+type copyWriter struct {
+	srv  *Server
+	conn net.Conn
+}
+
+func (w *copyWriter) reset(s *Server, c net.Conn) { w.srv, w.conn = s, c }
+
+func (w *copyWriter) framing(p []byte, _ bool) (int64, error) {
+	n, err := w.conn.Write(p)
+	return int64(n), err
+}
+
+func (w *copyWriter) span(h *cache.Handle, sp ranges.Span) (int64, error) {
+	bp := w.srv.bufPool.Get().(*[]byte)
+	defer w.srv.bufPool.Put(bp)
+	buf := *bp
+	if _, isTCP := w.conn.(*tcpConn); !isTCP {
+		buf = buf[:tlsRecordSize]
+	}
+	var sent int64
+	for sent < sp.Length {
+		chunk := buf[:min(int64(len(buf)), sp.Length-sent)]
+		r, rerr := h.File.ReadAt(chunk, sp.Start+sent)
+		if r > 0 {
+			k, err := w.conn.Write(chunk[:r])
+			sent += int64(k)
+			if err != nil {
+				return sent, err
+			}
+		}
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) {
+				return sent, errTruncated
+			}
+			return sent, rerr
+		}
+	}
+	return sent, nil
+}
+
+// Read produces the same bytes WriteTo sends, for callers that read.
+func (b *bodyStream) Read(p []byte) (int, error) {
+	if b.mp == nil {
+		sp := b.spans[0]
+		if b.rin >= sp.Length {
+			return 0, io.EOF
+		}
+		n, err := b.h.File.ReadAt(p[:min(int64(len(p)), sp.Length-b.rin)], sp.Start+b.rin)
+		b.rin += int64(n)
+		if errors.Is(err, io.EOF) && b.rin < sp.Length {
+			return n, errTruncated
+		}
+		return n, nil
+	}
+	if b.rpart >= b.mp.Parts() {
+		tr := b.mp.Trailer()
+		if b.rtail >= len(tr) {
+			return 0, io.EOF
+		}
+		n := copy(p, tr[b.rtail:])
+		b.rtail += n
+		return n, nil
+	}
+	hd, sp := b.mp.PartHeader(b.rpart), b.mp.Span(b.rpart)
+	if b.rin < int64(len(hd)) {
+		n := copy(p, hd[b.rin:])
+		b.rin += int64(n)
+		return n, nil
+	}
+	off := b.rin - int64(len(hd))
+	n, err := b.h.File.ReadAt(p[:min(int64(len(p)), sp.Length-off)], sp.Start+off)
+	b.rin += int64(n)
+	if b.rin-int64(len(hd)) == sp.Length {
+		b.rpart, b.rin = b.rpart+1, 0
+	} else if errors.Is(err, io.EOF) {
+		return n, errTruncated
+	}
+	return n, nil
+}
