@@ -82,6 +82,10 @@ type Config struct {
 
 	// Logger receives operational log lines; nil uses slog.Default().
 	Logger *slog.Logger
+	// AccessLog receives one line per response when set (nil: off);
+	// AccessLogSample logs one response in that many (0 or 1: all).
+	AccessLog       *slog.Logger
+	AccessLogSample int
 	// Now is the clock; nil uses time.Now.
 	Now func() time.Time
 }

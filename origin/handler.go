@@ -13,63 +13,73 @@ import (
 )
 
 // handle is the fasthttp request handler: method, path, file, preconditions,
-// ranges, headers, then the body stream that the transport sends.
+// ranges, headers, then the body stream that the transport sends. A
+// streamed response is recorded (latency, access log) by the stream's
+// Close, every other one here.
 func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	if k, streamed := s.route(ctx); !streamed {
+		s.finishNoStream(ctx, k)
+	}
+}
+
+// route answers the request and says whether a body stream will send it.
+func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 	s.stats.Requests.Add(1)
 	s.setCORS(ctx)
 	switch {
 	case ctx.IsGet(), ctx.IsHead():
 	case ctx.IsOptions():
 		s.options(ctx)
-		return
+		return kindOther, false
 	default:
 		// RFC 9110 §15.5.6: "The origin server MUST generate an Allow
 		// header field in a 405 response".
 		ctx.Response.Header.Set("Allow", corsAllowMethods)
 		s.fail(ctx, errMethod)
-		return
+		return kindOther, false
 	}
 	var scratch [256]byte
 	name, err := cleanPath(scratch[:0], ctx.URI().PathOriginal())
 	if err != nil {
 		s.fail(ctx, err)
-		return
+		return kindOther, false
 	}
 	if s.auth != nil {
 		file, seg := s.auth.stripCarrier(name)
 		if err := s.auth.check(ctx, file, seg, s.cfg.Now()); err != nil {
 			s.deny(ctx, s.auth, file, err)
-			return
+			return kindOther, false
 		}
 		name = file
 	}
 	h, err := s.cache.Acquire(name)
 	if err != nil {
 		s.fail(ctx, err)
-		return
+		return kindOther, false
 	}
-	s.serveFile(ctx, name, h)
+	return s.serveFile(ctx, name, h)
 }
 
 // serveFile answers GET or HEAD for an open file. It owns h: it either hands
 // it to a body stream (released by the stream's Close) or releases it.
-func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handle) {
+func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handle) (kind, bool) {
 	v := validators{etag: h.ETag, modTime: h.ModTime.Truncate(time.Second)}
 	now := s.cfg.Now()
+	mt := lookupType(name)
 	switch evaluatePreconditions(&ctx.Request.Header, v) {
 	case notModified:
 		h.Release()
 		s.setValidators(ctx, name, v)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Status3xx.Add(1)
-		return
+		s.stats.Kinds[mt.kind].Add(1)
+		return mt.kind, false
 	case preconditionFailed:
 		h.Release()
 		s.fail(ctx, errPrecondition)
-		return
+		return mt.kind, false
 	}
 
-	mt := lookupType(name)
 	var spans []ranges.Span
 	var spanBuf [4]ranges.Span
 	// RFC 9110 §14.2: "A server MUST ignore a Range header field received
@@ -87,7 +97,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 			h.Release()
 			ctx.Response.Header.Set("Content-Range", ranges.UnsatisfiedContentRange(h.Size))
 			s.fail(ctx, err)
-			return
+			return mt.kind, false
 		default:
 			// ErrInvalid and ErrTooMany: ignore the Range header and
 			// send the whole representation (RFC 9110 §14.2).
@@ -97,6 +107,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 	}
 
 	s.setValidators(ctx, name, v)
+	s.stats.Kinds[mt.kind].Add(1)
 	hdr := &ctx.Response.Header
 	hdr.Set("Accept-Ranges", "bytes")
 	var mp *ranges.Multipart
@@ -127,9 +138,10 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 		// the body is empty and SkipBody is set for HEAD.
 		h.Release()
 		hdr.SetContentLength(int(total))
-		return
+		return mt.kind, false
 	}
-	s.attachBody(ctx, h, spans, mp, total)
+	s.attachBody(ctx, mt.kind, h, spans, mp, total)
+	return mt.kind, true
 }
 
 // setValidators writes the headers a 200, 206 and 304 share: RFC 9110

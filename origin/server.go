@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
@@ -41,6 +42,10 @@ type Server struct {
 	limitLog    rateLimitedLog // connection limits hit, once per interval
 
 	streamPool sync.Pool // *bodyStream
+
+	latency   *prometheus.HistogramVec
+	latencyBy [3]prometheus.Observer // latency's children by kind, resolved once
+	access    accessLog
 }
 
 // New validates cfg and builds a server. It starts no goroutine: Run does.
@@ -63,6 +68,13 @@ func New(cfg Config) (*Server, error) {
 	s.parseErrLog.every, s.parseErrLog.now = 10*time.Second, cfg.Now
 	s.limitLog.every, s.limitLog.now = 10*time.Second, cfg.Now
 	s.streamPool.New = func() any { return new(bodyStream) }
+	s.latency = newLatency()
+	for k := range s.latencyBy {
+		s.latencyBy[k] = s.latency.WithLabelValues(kind(k).String())
+	}
+	if cfg.AccessLog != nil {
+		s.access.l, s.access.sample = cfg.AccessLog, uint64(max(cfg.AccessLogSample, 1))
+	}
 
 	if cfg.Auth.enabled() {
 		if s.auth, err = newAuthorizer(cfg.Auth, &s.stats.Auth, cfg.Now); err != nil {

@@ -5,18 +5,19 @@ import "sync/atomic"
 // Stats are the server's counters. They are plain atomics, read by tests
 // and by the metrics exporter; nothing global.
 type Stats struct {
-	Requests       atomic.Int64 // requests that reached the handler
-	Status2xx      atomic.Int64 // 200, 204, 206 answers
-	Status3xx      atomic.Int64 // 304 answers
-	Status4xx      atomic.Int64 // client errors answered by the handler
-	Status5xx      atomic.Int64 // server errors (503 on EMFILE included)
-	BadRequests    atomic.Int64 // requests fasthttp could not parse (400/408/431)
-	HeaderTooLarge atomic.Int64 // of those, 431 answers
-	Multipart      atomic.Int64 // multipart/byteranges answers
-	RangesIgnored  atomic.Int64 // Range headers ignored as invalid or over the cap
-	ConnsOpen      atomic.Int64 // TCP connections open now (HTTP and HTTPS)
-	ConnsRefused   atomic.Int64 // connections closed at accept: over max-conns or max-conns-per-ip
-	AcceptEMFILE   atomic.Int64 // accepts that failed for lack of descriptors (retried)
+	Requests       atomic.Int64    // requests that reached the handler
+	Status2xx      atomic.Int64    // 200, 204, 206 answers
+	Status3xx      atomic.Int64    // 304 answers
+	Status4xx      atomic.Int64    // client errors answered by the handler
+	Status5xx      atomic.Int64    // server errors (503 on EMFILE included)
+	BadRequests    atomic.Int64    // requests fasthttp could not parse (400/408/431)
+	HeaderTooLarge atomic.Int64    // of those, 431 answers
+	Multipart      atomic.Int64    // multipart/byteranges answers
+	RangesIgnored  atomic.Int64    // Range headers ignored as invalid or over the cap
+	ConnsOpen      atomic.Int64    // TCP connections open now (HTTP and HTTPS)
+	ConnsRefused   atomic.Int64    // connections closed at accept: over max-conns or max-conns-per-ip
+	AcceptEMFILE   atomic.Int64    // accepts that failed for lack of descriptors (retried)
+	Kinds          [3]atomic.Int64 // file responses (200, 206, 304) by kind: other, playlist, segment
 
 	Transport TransportStats
 	Auth      AuthStats

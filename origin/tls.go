@@ -17,9 +17,12 @@ import (
 	"math/big"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"segorigin/origin/ktls"
 )
 
 // TLSConfig configures HTTPS. Field comments are the operator's
@@ -185,6 +188,12 @@ func (st *tlsState) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, er
 	c.SessionTicketsDisabled = true
 	c.KeyLogWriter = rc.keys
 	return c, nil
+}
+
+// kernelTakes says whether to offer cipher c to the kernel: a cipher the
+// probe saw refused is not tried again per connection, unless -ktls=always.
+func (st *tlsState) kernelTakes(c ktls.Cipher) bool {
+	return st.cfg.KTLS == KTLSAlways || slices.Contains(st.probe.ciphers, c)
 }
 
 // status says whether kTLS is in use, and why not when it is not.

@@ -3,6 +3,7 @@ package origin
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -213,6 +214,9 @@ func (c *tlsConn) handOver() {
 
 	st := c.ConnectionState()
 	info, err := txInfo(st, c.rec.keys, &scan)
+	if err == nil && !c.srv.tls.kernelTakes(info.Cipher) {
+		err = fmt.Errorf("the kernel refused %v at start", info.Cipher)
+	}
 	if err != nil {
 		c.srv.stats.TLS.KTLSUnsupported.Add(1)
 		c.srv.log.Debug("kTLS: connection stays in user space", "version", tls.VersionName(st.Version),

@@ -44,6 +44,12 @@ type bodyStream struct {
 	cp   copyWriter     // userspace path
 	ktls bool           // sf serves a kTLS socket: count under KTLS
 
+	// For the access log and latency, recorded by Close.
+	ctx  *fasthttp.RequestCtx
+	kind kind
+	sent int64  // bytes WriteTo sent
+	via  string // body path that sent them
+
 	// Read state, for a caller that reads instead of WriteTo.
 	rpart int   // current part (framing counts as part of its span)
 	rin   int64 // bytes consumed within the current part's header+span
@@ -54,9 +60,11 @@ var _ fasthttp.BodyWriterTo = (*bodyStream)(nil)
 
 // attachBody hands h and the spans to a pooled body stream and sets it as
 // the response body.
-func (s *Server) attachBody(ctx *fasthttp.RequestCtx, h *cache.Handle, spans []ranges.Span, mp *ranges.Multipart, total int64) {
+func (s *Server) attachBody(ctx *fasthttp.RequestCtx, k kind, h *cache.Handle, spans []ranges.Span, mp *ranges.Multipart, total int64) {
 	bs := s.streamPool.Get().(*bodyStream)
 	bs.srv, bs.conn, bs.h, bs.mp, bs.total = s, ctx.Conn(), h, mp, total
+	bs.ctx, bs.kind, bs.sent, bs.via = ctx, k, 0, ""
+
 	bs.spans = append(bs.spans[:0], spans...)
 	bs.rpart, bs.rin, bs.rtail = 0, 0, 0
 	ctx.Response.ImmediateHeaderFlush = true
@@ -131,11 +139,17 @@ func (b *bodyStream) account(n int64, err error) {
 	if b.ktls {
 		sfResponses, sfCount = &t.KTLSResponses, &t.KTLSBytes
 	}
+	b.sent = n
 	switch {
 	case b.sf.used && cpBytes == 0:
 		sfResponses.Add(1)
+		b.via = "sendfile"
+		if b.ktls {
+			b.via = "ktls"
+		}
 	default:
 		t.CopyResponses.Add(1)
+		b.via = "copy"
 	}
 	sfCount.Add(sfBytes)
 	t.CopyBytes.Add(cpBytes)
@@ -156,7 +170,8 @@ func (b *bodyStream) Close() error {
 	uncorkHeader(corkTarget(b.conn))
 	b.h.Release()
 	s := b.srv
-	b.srv, b.conn, b.h, b.mp = nil, nil, nil, nil
+	s.finish(b.ctx, b.kind, b.sent, b.via)
+	b.srv, b.conn, b.h, b.mp, b.ctx = nil, nil, nil, nil, nil
 	b.sf = sendfileWriter{}
 	b.cp = copyWriter{}
 	s.streamPool.Put(b)

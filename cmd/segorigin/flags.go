@@ -15,12 +15,14 @@ import (
 
 // options is what the command line (and SEGORIGIN_* variables) say.
 type options struct {
-	cfg       origin.Config
-	listen    string
-	tlsListen string
-	drain     time.Duration
-	logFormat string
-	logLevel  string
+	cfg         origin.Config
+	listen      string
+	tlsListen   string
+	drain       time.Duration
+	logFormat   string
+	adminListen string
+	accessLog   string
+	logLevel    string
 
 	authKeyFile    string
 	secureLinkFile string
@@ -99,6 +101,9 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.StringVar(&o.secureLinkFile, "auth-securelink-secret-file", "", "use nginx secure_link tokens (?md5=&expires=) with the secret in this `file` instead")
 	fs.StringVar(&c.Auth.SecureLinkExpression, "auth-securelink-expression", "$expires$uri$remote_addr $secret", "secure_link_md5 expression ($expires, $uri, $remote_addr, $secret)")
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long responses in flight may take to finish")
+	fs.StringVar(&o.adminListen, "admin-listen", "", "admin `address` for /metrics, /healthz, /readyz and /debug/pprof (off the public port; empty: none)")
+	fs.StringVar(&o.accessLog, "access-log", "", "access log: empty off, - for standard output, or a file `path`")
+	fs.IntVar(&c.AccessLogSample, "access-log-sample", 1, "log one response in N")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {

@@ -10,9 +10,11 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"segorigin/origin"
 )
@@ -45,6 +47,9 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	opts.cfg.Logger = logger
+	if opts.cfg.AccessLog, err = openAccessLog(opts.accessLog, opts.logFormat); err != nil {
+		return err
+	}
 	srv, err := origin.New(opts.cfg)
 	if err != nil {
 		return err
@@ -73,10 +78,59 @@ func run(args []string, stderr io.Writer) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	admin, err := startAdmin(ctx, opts.adminListen, srv, logger)
+	if err != nil {
+		for _, l := range listeners {
+			l.Close()
+		}
+		return err
+	}
 	go reloadOnHUP(ctx, srv, logger) // ends with ctx
 	err = srv.Run(ctx, opts.drain, listeners...)
+	admin.stop()
 	logger.Info("stopped", "err", err)
 	return err
+}
+
+// adminServer is the -admin-listen HTTP server (metrics, health, pprof).
+type adminServer struct {
+	srv  *http.Server
+	done chan struct{} // closed when Serve returned
+}
+
+// startAdmin serves the admin endpoints on addr ("" : none). /readyz says
+// not ready once ctx is done, while the origin drains.
+func startAdmin(ctx context.Context, addr string, srv *origin.Server, logger *slog.Logger) (*adminServer, error) {
+	a := &adminServer{done: make(chan struct{})}
+	if addr == "" {
+		close(a.done)
+		return a, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("-admin-listen %s: %w", addr, err)
+	}
+	a.srv = &http.Server{
+		Handler:           srv.AdminHandler(func() bool { return ctx.Err() == nil }),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	logger.Info("listening", "proto", "admin", "addr", ln.Addr().String(), "pid", os.Getpid())
+	go func() { // owned by a: ends when stop shuts the server down
+		defer close(a.done)
+		if err := a.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("admin listener stopped", "err", err)
+		}
+	}()
+	return a, nil
+}
+
+func (a *adminServer) stop() {
+	if a.srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		a.srv.Shutdown(sctx)
+	}
+	<-a.done
 }
 
 // reloadOnHUP reloads the TLS certificate on every SIGHUP until ctx is
@@ -128,4 +182,23 @@ func logLimits(l *slog.Logger, cacheFiles int) {
 		l.Warn("cache-files is more than half the descriptor limit: connections may run out",
 			"limit", rl.Cur, "cache_files", cacheFiles)
 	}
+}
+
+// openAccessLog returns the access logger for -access-log: "" none, "-"
+// standard output, else a file appended to.
+func openAccessLog(path, format string) (*slog.Logger, error) {
+	var w io.Writer
+	switch path {
+	case "":
+		return nil, nil
+	case "-":
+		w = os.Stdout
+	default:
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, fmt.Errorf("-access-log: %w", err)
+		}
+		w = f // open for the life of the process
+	}
+	return newLogger(format, "info", w)
 }

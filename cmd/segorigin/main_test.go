@@ -326,3 +326,67 @@ func TestEMFILE(t *testing.T) {
 		t.Errorf("no 'out of file descriptors' log line:\n%s", p.logs)
 	}
 }
+
+// TestDrainOnSIGTERM: SIGTERM during a large download stops accepting, lets
+// the download finish byte-exact, then exits 0; the admin endpoint says
+// not ready meanwhile.
+func TestDrainOnSIGTERM(t *testing.T) {
+	bin := buildBinary(t)
+	root := t.TempDir()
+	const size = 48 << 20
+	if err := synth.WriteFile(filepath.Join(root, "big.mp4"), "big.mp4", size); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, nil, bin, "-listen", "127.0.0.1:0", "-root", root, "-drain-timeout", "20s")
+	c, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.(*net.TCPConn).SetReadBuffer(64 << 10)
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	fmt.Fprintf(c, "GET /big.mp4 HTTP/1.1\r\nHost: t\r\n\r\n")
+	br := bufio.NewReaderSize(c, 64<<10)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, size)
+	if _, err := io.ReadFull(resp.Body, body[:1<<20]); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(p.pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	// New connections are refused once the listener is closed.
+	refused := false
+	for range 100 {
+		if nc, err := net.DialTimeout("tcp", p.addr, time.Second); err != nil {
+			refused = true
+			break
+		} else {
+			nc.Close()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !refused {
+		t.Errorf("still accepting connections 2s after SIGTERM")
+	}
+	time.Sleep(200 * time.Millisecond) // the download is still in flight
+	if _, err := io.ReadFull(resp.Body, body[1<<20:]); err != nil {
+		t.Fatalf("download cut by SIGTERM: %v", err)
+	}
+	if bad, ok := synth.Verify("big.mp4", 0, body); !ok {
+		t.Fatalf("byte %d differs after the drain", bad)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after drain: %v\n%s", err, p.logs)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no exit after the drain")
+	}
+}

@@ -1,0 +1,143 @@
+package origin
+
+import (
+	"net/http"
+	"net/http/pprof"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// collector exports the server's atomics at scrape time: the hot path only
+// increments its own counters, and nothing is registered globally.
+type collector struct {
+	s     *Server
+	descs map[string]*prometheus.Desc
+}
+
+func newDesc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc("segorigin_"+name, help, labels, nil)
+}
+
+var metricDescs = map[string]*prometheus.Desc{
+	"requests":      newDesc("requests_total", "Requests that reached the handler."),
+	"responses":     newDesc("responses_total", "Responses by status class.", "class"),
+	"kind":          newDesc("file_responses_total", "File responses (200, 206, 304) by kind of file.", "kind"),
+	"bad":           newDesc("bad_requests_total", "Requests fasthttp could not parse (400, 408, 431)."),
+	"header_large":  newDesc("header_too_large_total", "Requests refused with 431."),
+	"multipart":     newDesc("multipart_responses_total", "multipart/byteranges responses."),
+	"ranges_ignore": newDesc("ranges_ignored_total", "Range headers ignored as invalid or over -max-ranges."),
+	"conns":         newDesc("connections_open", "Plain TCP connections open."),
+	"conns_refused": newDesc("connections_refused_total", "Connections closed at accept by -max-conns or -max-conns-per-ip."),
+	"body_resp":     newDesc("body_responses_total", "Response bodies by transport path.", "path"),
+	"body_bytes":    newDesc("body_bytes_total", "Body bytes sent by transport path.", "path"),
+	"sf_fallback":   newDesc("sendfile_fallbacks_total", "Responses where the file system refused sendfile and copy served."),
+	"truncated":     newDesc("truncated_total", "Responses cut short because the file shrank while being sent."),
+	"aborted":       newDesc("aborted_total", "Responses cut short by the client or a write timeout."),
+	"auth":          newDesc("auth_total", "Authorization outcomes by reason.", "reason"),
+	"cache_ops":     newDesc("cache_operations_total", "File cache operations.", "op"),
+	"cache_fds":     newDesc("cache_open_files", "Descriptors the file cache holds open (listed or lent out)."),
+	"cache_entries": newDesc("cache_entries", "Entries listed in the file cache.", "type"),
+	"watch_events":  newDesc("watcher_events_total", "File system events the watcher processed."),
+	"watch_overflw": newDesc("watcher_overflows_total", "fsnotify event-queue overflows."),
+	"watch_dirs":    newDesc("watcher_directories", "Directories watched."),
+	"watch_degr":    newDesc("watcher_degraded", "1 while the watch set is incomplete and the cache revalidates by stat."),
+}
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range metricDescs {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	st := &c.s.stats
+	counter := func(name string, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(metricDescs[name], prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(name string, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(metricDescs[name], prometheus.GaugeValue, v, labels...)
+	}
+	counter("requests", st.Requests.Load())
+	for class, v := range map[string]*atomic.Int64{"2xx": &st.Status2xx, "3xx": &st.Status3xx, "4xx": &st.Status4xx, "5xx": &st.Status5xx} {
+		counter("responses", v.Load(), class)
+	}
+	for k := range st.Kinds {
+		counter("kind", st.Kinds[k].Load(), kind(k).String())
+	}
+	counter("bad", st.BadRequests.Load())
+	counter("header_large", st.HeaderTooLarge.Load())
+	counter("multipart", st.Multipart.Load())
+	counter("ranges_ignore", st.RangesIgnored.Load())
+	gauge("conns", float64(st.ConnsOpen.Load()))
+	counter("conns_refused", st.ConnsRefused.Load())
+	t := &st.Transport
+	for path, v := range map[string][2]*atomic.Int64{
+		"sendfile": {&t.SendfileResponses, &t.SendfileBytes},
+		"ktls":     {&t.KTLSResponses, &t.KTLSBytes},
+		"copy":     {&t.CopyResponses, &t.CopyBytes},
+	} {
+		counter("body_resp", v[0].Load(), path)
+		counter("body_bytes", v[1].Load(), path)
+	}
+	counter("sf_fallback", t.SendfileFallbacks.Load())
+	counter("truncated", t.Truncated.Load())
+	counter("aborted", t.Aborted.Load())
+	a := &st.Auth
+	for reason, v := range map[string]*atomic.Int64{
+		"ok": &a.OK, "public": &a.Public, "missing": &a.Missing, "malformed": &a.Malformed,
+		"expired": &a.Expired, "early": &a.Early, "scope": &a.Scope, "ip": &a.IP,
+		"unknown_key": &a.UnknownKey, "signature": &a.Signature,
+	} {
+		counter("auth", v.Load(), reason)
+	}
+	cs := c.s.cache.Stats()
+	for op, v := range map[string]uint64{
+		"hit": cs.Hits, "miss": cs.Misses, "negative_hit": cs.NegativeHits, "eviction": cs.Evictions,
+		"invalidation": cs.Invalidations, "revalidation": cs.Revalidations, "stale": cs.Stale, "emfile": cs.EMFILE,
+	} {
+		counter("cache_ops", int64(v), op)
+	}
+	gauge("cache_fds", float64(cs.OpenFiles))
+	gauge("cache_entries", float64(cs.Entries), "file")
+	gauge("cache_entries", float64(cs.NegativeEntries), "negative")
+	if c.s.watch != nil {
+		ws := c.s.watch.Stats()
+		counter("watch_events", int64(ws.Events))
+		counter("watch_overflw", int64(ws.Overflows))
+		gauge("watch_dirs", float64(ws.WatchedDirs))
+		degraded := 0.0
+		if ws.Degraded {
+			degraded = 1
+		}
+		gauge("watch_degr", degraded)
+	}
+}
+
+// AdminHandler serves the admin endpoints, for a listener off the public
+// port: /metrics (Prometheus), /healthz (the process answers), /readyz
+// (ready reports whether to take traffic: false while draining) and
+// /debug/pprof/.
+func (s *Server) AdminHandler(ready func() bool) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collector{s: s}, s.latency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if ready != nil && !ready() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}

@@ -1,0 +1,113 @@
+package origin_test
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"segorigin/origin"
+)
+
+// TestMetricsEndpoint: the admin handler exports what the server counted.
+func TestMetricsEndpoint(t *testing.T) {
+	ts := rangeRoot(t)
+	c := ts.dial()
+	c.do("GET", "/seg.m4s")
+	c.do("GET", "/seg.m4s", "Range: bytes=0-9")
+	c.do("GET", "/missing.ts")
+	h := ts.srv.AdminHandler(func() bool { return true })
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`segorigin_body_bytes_total{path="sendfile"} 100010`,
+		`segorigin_body_responses_total{path="sendfile"} 2`,
+		`segorigin_responses_total{class="4xx"} 1`,
+		`segorigin_file_responses_total{kind="segment"} 2`,
+		`segorigin_cache_operations_total{op="hit"} 1`,
+		`segorigin_cache_operations_total{op="negative_hit"} 0`,
+		`segorigin_response_seconds_count{kind="segment"} 2`,
+		`segorigin_watcher_degraded 0`,
+		`go_goroutines`,
+		`process_open_fds`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	for path, code := range map[string]int{"/healthz": 200, "/readyz": 200, "/debug/pprof/": 200} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != code {
+			t.Errorf("GET %s = %d, want %d", path, rec.Code, code)
+		}
+	}
+	rec = httptest.NewRecorder()
+	ts.srv.AdminHandler(func() bool { return false }).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if rec.Code != 503 {
+		t.Errorf("/readyz while draining = %d, want 503", rec.Code)
+	}
+}
+
+// TestAccessLog: one structured line per response, with the fields an
+// operator greps for, and sampling.
+func TestAccessLog(t *testing.T) {
+	var buf syncBuffer
+	ts := startServer(t, "", func(c *origin.Config) {
+		c.AccessLog = slog.New(slog.NewTextHandler(&buf, nil))
+	})
+	writeSynth(t, ts.root, "v/seg.m4s", 50_000)
+	c := ts.dial()
+	c.do("GET", "/v/seg.m4s", "Range: bytes=100-199")
+	c.do("HEAD", "/v/seg.m4s")
+	c.do("GET", "/v/nope.m4s")
+	waitFor(t, 2*time.Second, "three access lines", func() bool { return strings.Count(buf.String(), "msg=access") == 3 })
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	for i, want := range []string{
+		`method=GET path=/v/seg.m4s status=206 range="bytes=100-199" bytes=100`,
+		`method=HEAD path=/v/seg.m4s status=200 range="" bytes=0`,
+		`method=GET path=/v/nope.m4s status=404`,
+	} {
+		if !strings.Contains(lines[i], want) {
+			t.Errorf("access line %d = %q, want it to contain %q", i, lines[i], want)
+		}
+	}
+	if !strings.Contains(lines[0], "via=sendfile") || !strings.Contains(lines[0], "client=127.0.0.1") {
+		t.Errorf("access line %q lacks via=sendfile or client", lines[0])
+	}
+
+	var sampled syncBuffer
+	ts2 := startServer(t, ts.root, func(c *origin.Config) {
+		c.AccessLog = slog.New(slog.NewTextHandler(&sampled, nil))
+		c.AccessLogSample = 10
+	})
+	c2 := ts2.dial()
+	for range 30 {
+		c2.do("HEAD", "/v/seg.m4s")
+	}
+	if n := strings.Count(sampled.String(), "msg=access"); n != 3 {
+		t.Errorf("1-in-10 sampling logged %d of 30, want 3", n)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex // protects buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
