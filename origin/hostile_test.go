@@ -1,0 +1,199 @@
+package origin_test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"segorigin/origin"
+)
+
+// rawExchange sends raw bytes on a fresh connection and returns every byte
+// the server sends until it closes (or 3 s pass).
+func rawExchange(t *testing.T, addr, req string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(3 * time.Second))
+	if _, err := io.WriteString(c, req); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(c) // ends with EOF, a reset or the deadline
+	return string(b)
+}
+
+var statusLine = regexp.MustCompile(`HTTP/1\.1 (\d{3}) `)
+
+func statuses(resp string) string {
+	var out []string
+	for _, m := range statusLine.FindAllStringSubmatch(resp, -1) {
+		out = append(out, m[1])
+	}
+	return strings.Join(out, ",")
+}
+
+// TestHostileRequests: request smuggling shapes, malformed and oversized
+// headers, absurd URLs. Each is refused or answered without desynchronising
+// the connection; a smuggled request is never answered.
+func TestHostileRequests(t *testing.T) {
+	ts := startServer(t, "", nil)
+	writeFile(t, ts.root, "a.txt", "AAAA")
+	writeFile(t, ts.root, "secret.txt", "SECRET")
+	smuggled := "GET /secret.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+	manyHeaders := strings.Repeat("X-Pad: "+strings.Repeat("p", 100)+"\r\n", 100)
+	tests := []struct {
+		name, req, want string // want: the statuses answered, in order
+	}{
+		// RFC 9112 §6.1: with both, Transfer-Encoding wins and the server
+		// MUST close after the response; the smuggled request is body.
+		{"content-length and transfer-encoding", "GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 40\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" + smuggled, "200"},
+		// §6.3: differing Content-Lengths are unrecoverable: 400 and close.
+		{"two content-lengths", "GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nContent-Length: 60\r\n\r\n" + smuggled, "400"},
+		{"negative content-length", "GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: -5\r\n\r\n", "400"},
+		{"space before colon", "GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length : 5\r\n\r\nhello", "400"},
+		{"unknown transfer-encoding", "GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: xchunked\r\nContent-Length: 3\r\n\r\nabc", "400"},
+		{"gzip, chunked", "GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "400"},
+		// A body on GET is read and discarded; the next request is answered.
+		{"body on get", "GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "200,200"},
+		{"chunked body on get", "GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "200,200"},
+		// §5.2: obs-fold may be replaced by SP; it must not split requests.
+		{"obs-fold", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX-A: b\r\n c\r\nConnection: close\r\n\r\n", "200"},
+		{"no host", "GET /a.txt HTTP/1.1\r\n\r\n", "400"},
+		{"http/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "400"},
+		{"huge url", "GET /" + strings.Repeat("a", 9000) + " HTTP/1.1\r\nHost: t\r\n\r\n", "431"},
+		{"huge headers", "GET /a.txt HTTP/1.1\r\nHost: t\r\n" + manyHeaders + "\r\n", "431"},
+		{"lowercase method", "get /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "405"},
+		{"nul in path", "GET /a.txt%00 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "400"},
+		{"broken escape", "GET /%%%zz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "400"},
+		{"absolute-form escape", "GET http://t/../../etc/passwd HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "400"},
+		{"range of 7000 digits", "GET /a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=" + strings.Repeat("0", 7000) + "1-\r\nConnection: close\r\n\r\n", "206"},
+		// Control bytes in a field value: fasthttp refuses the request.
+		{"control bytes in range", "GET /a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=\x01\x02-\xff\r\nConnection: close\r\n\r\n", "400"},
+		{"range of garbage", "GET /a.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=1-2-3,,x\r\nConnection: close\r\n\r\n", "200"},
+		{"if-none-match garbage", "GET /a.txt HTTP/1.1\r\nHost: t\r\nIf-None-Match: \"unterminated\r\nConnection: close\r\n\r\n", "200"},
+		{"if-modified-since garbage", "GET /a.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: 99 Smarch 99999\r\nConnection: close\r\n\r\n", "200"},
+		{"authorization 6000 bytes", "GET /a.txt HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer " + strings.Repeat("x", 6000) + "\r\nConnection: close\r\n\r\n", "200"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp := rawExchange(t, ts.addr, tt.req)
+			if got := statuses(resp); got != tt.want {
+				t.Errorf("statuses %q, want %q; response:\n%s", got, tt.want, trunc([]byte(resp)))
+			}
+			if strings.Contains(resp, "SECRET") {
+				t.Errorf("a smuggled request was answered:\n%s", resp)
+			}
+		})
+	}
+}
+
+// TestSlowloris: a thousand connections trickling their headers do not stop
+// normal clients from being served, and the read timeout ends them.
+func TestSlowloris(t *testing.T) {
+	ts := startServer(t, "", func(c *origin.Config) { c.ReadTimeout = 2 * time.Second })
+	writeFile(t, ts.root, "a.txt", "AAAA")
+	var slow []net.Conn
+	defer func() {
+		for _, c := range slow {
+			c.Close()
+		}
+	}()
+	for range 1000 {
+		c, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatalf("dial slow connection: %v", err)
+		}
+		io.WriteString(c, "GET /a.txt HTTP/1.1\r\nHost: t\r\n")
+		slow = append(slow, c)
+	}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Go(func() { // trickle one header byte per connection every 100ms
+		for range 15 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			for _, c := range slow {
+				c.Write([]byte("X"))
+			}
+		}
+	})
+	for i := range 50 {
+		c := ts.dial()
+		c.conn.SetDeadline(time.Now().Add(5 * time.Second))
+		mustBody(t, c.do("GET", "/a.txt"), []byte("AAAA"), fmt.Sprintf("normal request %d among 1000 slow ones", i))
+	}
+	close(stop)
+	wg.Wait()
+	// The read timeout closes the trickling connections (with 408 or not).
+	closed := 0
+	for _, c := range slow {
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, _ := io.ReadAll(c)
+		if len(b) == 0 || bytes.Contains(b, []byte(" 408 ")) {
+			closed++
+		}
+	}
+	if closed != len(slow) {
+		t.Errorf("%d of %d slow connections ended by the server", closed, len(slow))
+	}
+}
+
+// TestConnectionLimits: a flood of idle keep-alive connections from one
+// address is bounded by the per-IP limit, and other clients are served.
+func TestConnectionLimits(t *testing.T) {
+	ts := startServer(t, "", func(c *origin.Config) { c.MaxConnsPerIP = 50; c.MaxConns = 120 })
+	writeFile(t, ts.root, "a.txt", "AAAA")
+	flooder := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
+	var flood []net.Conn
+	defer func() {
+		for _, c := range flood {
+			c.Close()
+		}
+	}()
+	for range 200 {
+		c, err := flooder.Dial("tcp", ts.addr)
+		if err != nil {
+			// The server resets refused connections at once, sometimes
+			// before connect returns.
+			if !errors.Is(err, syscall.ECONNRESET) {
+				t.Fatalf("dial from 127.0.0.2: %v", err)
+			}
+			continue
+		}
+		flood = append(flood, c)
+	}
+	waitFor(t, 5*time.Second, "150 refused at accept", func() bool { return ts.srv.Stats().ConnsRefused.Load() == 150 })
+	open := 0
+	for _, c := range flood {
+		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil && isTimeout(err) {
+			open++ // still open: the server kept it
+		}
+	}
+	if open != 50 {
+		t.Errorf("%d flood connections kept open, want the per-IP limit 50", open)
+	}
+	mustBody(t, ts.get("/a.txt"), []byte("AAAA"), "normal client during the flood")
+	if n := ts.srv.Stats().ConnsOpen.Load(); n > 120 {
+		t.Errorf("%d connections open, over max-conns 120", n)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}

@@ -1,0 +1,256 @@
+package playertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	chromiumPath  = "/usr/bin/chromium" // Debian's package; never a downloaded browser
+	targetSeconds = 4                   // playback must pass this (fixtures are 8 s)
+	playbackRate  = 2                   // media seconds per second: halves the wait
+	caseTimeout   = 30 * time.Second    // per player, to reach targetSeconds
+	screenshotDir = "out"               // gitignored; one PNG per player and stream
+)
+
+// playerLabel names page/player.js's players in test names.
+var playerLabel = map[string]string{"hls": "hlsjs", "dash": "dashjs", "shaka": "shaka"}
+
+// playerCase is one player on one stream, as driver.mjs reads it.
+type playerCase struct {
+	Name       string `json:"name"`
+	Player     string `json:"player"` // hls, dash or shaka (page/player.js)
+	Src        string `json:"src"`
+	ExpectFail bool   `json:"expectFail,omitempty"`
+
+	stream stream
+}
+
+// driverOutput is what driver.mjs prints.
+type driverOutput struct {
+	BrowserVersion string         `json:"browserVersion"`
+	PageOrigin     string         `json:"pageOrigin"`
+	Results        []playerResult `json:"results"`
+}
+
+type playerResult struct {
+	Name        string         `json:"name"`
+	Passed      bool           `json:"passed"`
+	Version     string         `json:"version"`
+	CurrentTime float64        `json:"currentTime"`
+	Fatal       []string       `json:"fatal"`
+	Warnings    []string       `json:"warnings"`
+	Timeout     string         `json:"timeout"`
+	Error       string         `json:"error"`
+	Console     []string       `json:"console"`
+	Screenshot  string         `json:"screenshot"`
+	VideoWidth  int            `json:"videoWidth"`
+	VideoHeight int            `json:"videoHeight"`
+	ElapsedMs   int            `json:"elapsedMs"`
+	Requests    []mediaRequest `json:"requests"`
+}
+
+// mediaRequest is one request the page made to the media origin.
+type mediaRequest struct {
+	URL           string `json:"url"`
+	Method        string `json:"method"`
+	Range         string `json:"range"`
+	IfRange       string `json:"ifRange"`
+	Status        int    `json:"status"`
+	ContentRange  string `json:"contentRange"`
+	ContentLength string `json:"contentLength"`
+	AllowOrigin   string `json:"allowOrigin"`
+	BodyLength    int64  `json:"bodyLength"`
+	SHA256        string `json:"sha256"`
+	BodyError     string `json:"bodyError"`
+	Failure       string `json:"failure"`
+}
+
+// TestBrowserPlayers plays every HLS stream with hls.js and every DASH stream
+// with dash.js and Shaka Player in headless Chromium, from a page on another
+// origin, plainly and through a path token; and checks that a player without
+// a token is refused with a 401 it can read. Every request the page made to
+// segorigin is checked against the file on disk.
+func TestBrowserPlayers(t *testing.T) {
+	requireBrowser(t)
+	variants, auth := startVariants(t)
+
+	var cases []playerCase
+	for _, v := range variants {
+		if v.tls && v.token {
+			continue // TLS and tokens are independent; TestFFmpeg runs the pair, this saves 25 s
+		}
+		for _, s := range streams {
+			src := v.src(t, s.manifest)
+			players := []string{"hls"}
+			if s.dash {
+				players = []string{"dash", "shaka"}
+			}
+			for _, p := range players {
+				cases = append(cases, playerCase{Name: v.name + "-" + playerLabel[p] + "-" + s.name, Player: p, Src: src, stream: s})
+			}
+		}
+	}
+	// Without a token: the player must stop on the 401 (hls.js on a playlist,
+	// dash.js on an MPD).
+	for _, pc := range []struct{ player, stream string }{{"hls", "hls-ts"}, {"dash", "dash-ondemand"}} {
+		s := streamNamed(t, pc.stream)
+		cases = append(cases, playerCase{Name: "notoken-" + playerLabel[pc.player] + "-" + s.name,
+			Player: pc.player, Src: auth.url(auth.base, s.manifest), ExpectFail: true, stream: s})
+	}
+
+	out := runDriver(t, cases)
+	t.Logf("Chromium %s; page origin %s", out.BrowserVersion, out.PageOrigin)
+	if len(out.Results) != len(cases) {
+		t.Fatalf("driver returned %d results for %d cases", len(out.Results), len(cases))
+	}
+	var summary []string
+	for i, c := range cases {
+		r := out.Results[i]
+		t.Run(c.Name, func(t *testing.T) {
+			if r.Name != c.Name {
+				t.Fatalf("result %d is for %q, want %q", i, r.Name, c.Name)
+			}
+			if c.ExpectFail {
+				checkRefused(t, c, r)
+				return
+			}
+			checkPlayed(t, c, r)
+			ranged := checkRequests(t, c, r, out.PageOrigin)
+			line := fmt.Sprintf("%-30s %-5s %-7s t=%.2fs %dx%d requests=%d ranged=%d preflights=%d (%d ms)",
+				c.Name, c.Player, r.Version, r.CurrentTime, r.VideoWidth, r.VideoHeight, len(r.Requests), ranged, countMethod(r.Requests, "OPTIONS"), r.ElapsedMs)
+			summary = append(summary, line)
+			t.Log(line)
+		})
+	}
+	t.Logf("summary of the cases that played (ranged: requests with a Range header):\n%s", strings.Join(summary, "\n"))
+}
+
+func streamNamed(t *testing.T, name string) stream {
+	t.Helper()
+	for _, s := range streams {
+		if s.name == name {
+			return s
+		}
+	}
+	t.Fatalf("no stream named %q", name)
+	return stream{}
+}
+
+func countMethod(reqs []mediaRequest, method string) int {
+	n := 0
+	for _, q := range reqs {
+		if q.Method == method {
+			n++
+		}
+	}
+	return n
+}
+
+// checkPlayed: playback passed the target time with no fatal player error.
+func checkPlayed(t *testing.T, c playerCase, r playerResult) {
+	t.Helper()
+	if !r.Passed || len(r.Fatal) > 0 || r.Error != "" {
+		t.Errorf("%s %s on %s: currentTime %.2fs (want ≥ %ds), fatal %q, error %q, %s; console %q",
+			c.Player, r.Version, c.Src, r.CurrentTime, targetSeconds, r.Fatal, r.Error, r.Timeout, r.Console)
+	}
+	if len(r.Warnings) > 0 {
+		t.Logf("%s recovered from: %q", c.Player, r.Warnings)
+	}
+	if r.VideoWidth == 0 {
+		t.Errorf("%s on %s: video has no decoded size (videoWidth 0)", c.Player, c.Src)
+	}
+	if st, err := os.Stat(r.Screenshot); err != nil || st.Size() == 0 {
+		t.Errorf("screenshot %q: %v", r.Screenshot, err)
+	}
+}
+
+// checkRefused: without a token the player stops with a fatal error, and the
+// 401 reached it with CORS headers (else it would see a network error).
+func checkRefused(t *testing.T, c playerCase, r playerResult) {
+	t.Helper()
+	if len(r.Fatal) == 0 {
+		t.Errorf("%s on %s without a token: no fatal error (currentTime %.2fs)", c.Player, c.Src, r.CurrentTime)
+	}
+	got := 0
+	for _, q := range r.Requests {
+		if q.Status == 401 && q.AllowOrigin != "" {
+			got++
+		}
+	}
+	if got == 0 {
+		t.Errorf("%s on %s without a token: no 401 with Access-Control-Allow-Origin among %+v", c.Player, c.Src, r.Requests)
+	}
+	t.Logf("refused as expected: %q", r.Fatal)
+}
+
+// runDriver runs driver.mjs over the cases, one browser for all of them.
+func runDriver(t *testing.T, cases []playerCase) driverOutput {
+	t.Helper()
+	outDir, err := filepath.Abs(screenshotDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The folder shows this run only: drop the screenshots of earlier ones.
+	stale, _ := filepath.Glob(filepath.Join(outDir, "*.png"))
+	for _, f := range stale {
+		os.Remove(f)
+	}
+	cfg, err := json.Marshal(map[string]any{
+		"outDir": outDir, "targetSeconds": targetSeconds, "timeoutMs": caseTimeout.Milliseconds(),
+		"rate": playbackRate, "cases": cases,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(t.TempDir(), "cases.json")
+	if err := os.WriteFile(cfgFile, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second+time.Duration(len(cases))*(caseTimeout+10*time.Second))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "driver.mjs", cfgFile)
+	// On timeout, SIGTERM lets playwright close Chromium before node exits.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err = cmd.Run()
+	t.Logf("driver.mjs (%d cases, %s):\n%s", len(cases), time.Since(start).Round(time.Millisecond), strings.TrimSpace(stderr.String()))
+	if err != nil {
+		t.Fatalf("node driver.mjs: %v", err)
+	}
+	var out driverOutput
+	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+		t.Fatalf("driver.mjs output: %v\n%.2000s", err, stdout.String())
+	}
+	return out
+}
+
+// requireBrowser fails (never skips) when Chromium, node or the npm packages
+// are missing: a skipped player test would hide a broken install.
+func requireBrowser(t *testing.T) {
+	t.Helper()
+	const fix = "run `make test` (or `bash .ci/deps`, which installs Debian's chromium and runs `npm ci --prefix playertest`)"
+	if st, err := os.Stat(chromiumPath); err != nil || st.Mode()&0o111 == 0 {
+		t.Fatalf("Debian's Chromium is not at %s (%v): %s", chromiumPath, err, fix)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Fatalf("node not found (%v): %s", err, fix)
+	}
+	for _, pkg := range []string{"playwright-core", "hls.js", "dashjs", "shaka-player"} {
+		if _, err := os.Stat(filepath.Join("node_modules", pkg, "package.json")); err != nil {
+			t.Fatalf("npm package %s missing from playertest/node_modules: %s", pkg, fix)
+		}
+	}
+}

@@ -1,0 +1,178 @@
+// driver.mjs plays segorigin streams in Debian's headless Chromium and
+// reports, per case, whether playback passed the target time without a fatal
+// player error, and every request the page made to the media origin (with its
+// Range header, status, Content-Range and a hash of the body). It judges only
+// playback; the Go test (browser_test.go) checks the requests against the
+// files on disk.
+//
+//   node driver.mjs CASES.json > RESULTS.json
+//
+// CASES.json: {"outDir": "...", "targetSeconds": 4, "timeoutMs": 30000, "rate": 2,
+//              "cases": [{"name", "player": "hls|dash|shaka", "src",
+//                         "expectFail": false}]}
+//
+// The test page and the player libraries are served by a static server on
+// another loopback port, so the media is always cross-origin. One browser
+// serves every case; each case gets a fresh context (no shared cache).
+import { createHash } from 'node:crypto';
+import { createReadStream, readFileSync, mkdirSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { dirname, extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const chromiumPath = '/usr/bin/chromium'; // Debian's; never a downloaded browser
+const chromiumArgs = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+
+// What the static server may send: the page and one script per player.
+const files = {
+  '/': 'page/index.html',
+  '/index.html': 'page/index.html',
+  '/player.js': 'page/player.js',
+  '/lib/hls.js': 'node_modules/hls.js/dist/hls.min.js',
+  '/lib/dash.js': 'node_modules/dashjs/dist/modern/umd/dash.all.min.js',
+  '/lib/shaka.js': 'node_modules/shaka-player/dist/shaka-player.compiled.js',
+};
+const types = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8' };
+
+function log(...a) { process.stderr.write(`driver: ${a.join(' ')}\n`); }
+
+function startPageServer() {
+  const srv = createServer((req, res) => {
+    const pathname = new URL(req.url, 'http://x').pathname;
+    if (pathname === '/favicon.ico') {
+      res.writeHead(204).end();
+      return;
+    }
+    const rel = files[pathname];
+    if (!rel || req.method !== 'GET') {
+      res.writeHead(404).end('not found\n');
+      return;
+    }
+    const path = join(here, rel);
+    res.writeHead(200, {
+      'Content-Type': types[extname(path)] || 'application/octet-stream',
+      'Content-Length': statSync(path).size,
+      'Cache-Control': 'no-store',
+    });
+    createReadStream(path).pipe(res);
+  });
+  return new Promise((resolve, reject) => {
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => resolve(srv));
+  });
+}
+
+// recordRequests logs every request of ctx to mediaOrigin. finish() waits for
+// the bodies being hashed and returns the records.
+function recordRequests(ctx, mediaOrigin) {
+  const records = [];
+  const pending = [];
+  const isMedia = (u) => u.startsWith(mediaOrigin + '/');
+  ctx.on('response', (resp) => {
+    const req = resp.request();
+    if (!isMedia(req.url())) return;
+    pending.push((async () => {
+      const rh = await req.allHeaders();
+      const h = await resp.allHeaders();
+      const rec = {
+        url: req.url(), method: req.method(), range: rh['range'] || '', ifRange: rh['if-range'] || '',
+        status: resp.status(), contentRange: h['content-range'] || '', contentLength: h['content-length'] || '',
+        allowOrigin: h['access-control-allow-origin'] || '', exposeHeaders: h['access-control-expose-headers'] || '',
+        bodyLength: -1, sha256: '',
+      };
+      if (req.method() === 'GET' && resp.status() < 300) {
+        try {
+          const body = await resp.body();
+          rec.bodyLength = body.length;
+          rec.sha256 = createHash('sha256').update(body).digest('hex');
+        } catch (e) {
+          rec.bodyError = String(e.message || e).split('\n')[0];
+        }
+      }
+      records.push(rec);
+    })());
+  });
+  ctx.on('requestfailed', (req) => {
+    if (!isMedia(req.url())) return;
+    records.push({ url: req.url(), method: req.method(), range: req.headers()['range'] || '',
+      failure: (req.failure() || {}).errorText || 'failed' });
+  });
+  return async () => {
+    await Promise.allSettled(pending);
+    return records;
+  };
+}
+
+async function runCase(browser, pageBase, c, cfg) {
+  const started = Date.now();
+  const mediaOrigin = new URL(c.src).origin;
+  const ctx = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 480, height: 320 } });
+  const finish = recordRequests(ctx, mediaOrigin);
+  const page = await ctx.newPage();
+  const console = [];
+  page.on('console', (m) => { if (m.type() === 'error' && console.length < 20) console.push(m.text()); });
+  page.on('pageerror', (e) => { if (console.length < 20) console.push(`pageerror: ${e.message}`); });
+  const result = { name: c.name, player: c.player, src: c.src, passed: false };
+  try {
+    await page.goto(`${pageBase}/index.html?player=${c.player}&rate=${cfg.rate}&src=${encodeURIComponent(c.src)}`);
+    const target = c.expectFail ? 1e9 : cfg.targetSeconds;
+    try {
+      await page.waitForFunction(
+        (t) => window.playerState && (window.playerState.fatal.length > 0 || window.playerState.currentTime >= t),
+        target, { timeout: cfg.timeoutMs, polling: 100 });
+    } catch (e) {
+      result.timeout = `no progress past the target within ${cfg.timeoutMs} ms`;
+    }
+    const st = await page.evaluate(() => ({ ...window.playerState, currentTime: document.getElementById('video').currentTime,
+      width: document.getElementById('video').videoWidth, height: document.getElementById('video').videoHeight }));
+    Object.assign(result, { version: st.version, currentTime: st.currentTime, fatal: st.fatal,
+      warnings: st.warnings, videoWidth: st.width, videoHeight: st.height });
+    result.passed = c.expectFail ? st.fatal.length > 0 : (st.fatal.length === 0 && st.currentTime >= cfg.targetSeconds);
+    if (!c.expectFail) {
+      result.screenshot = join(cfg.outDir, `${c.name.replace(/[^A-Za-z0-9_.-]+/g, '_')}.png`);
+      await page.screenshot({ path: result.screenshot });
+    }
+  } catch (e) {
+    result.error = String(e.message || e).split('\n')[0];
+  }
+  result.console = console;
+  result.requests = await finish();
+  await ctx.close();
+  result.elapsedMs = Date.now() - started;
+  const ranged = result.requests.filter((r) => r.range).length;
+  log(`${c.name}: ${result.passed ? 'ok' : 'FAIL'} t=${(result.currentTime || 0).toFixed(2)}s`,
+    `requests=${result.requests.length} ranged=${ranged} ${result.elapsedMs}ms`,
+    result.fatal && result.fatal.length ? `fatal=${JSON.stringify(result.fatal)}` : '');
+  return result;
+}
+
+async function main() {
+  const cfg = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+  cfg.targetSeconds ??= 4;
+  cfg.timeoutMs ??= 30000;
+  cfg.rate ??= 1;
+  mkdirSync(cfg.outDir, { recursive: true });
+  const srv = await startPageServer();
+  const pageBase = `http://127.0.0.1:${srv.address().port}`;
+  // launch() gives the browser a fresh temporary profile and removes it on close.
+  const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: chromiumArgs });
+  const out = { browserVersion: browser.version(), pageOrigin: pageBase, results: [] };
+  log(`chromium ${out.browserVersion}, page origin ${pageBase}`);
+  try {
+    for (const c of cfg.cases) out.results.push(await runCase(browser, pageBase, c, cfg));
+  } finally {
+    await browser.close();
+    srv.close();
+  }
+  process.stdout.write(JSON.stringify(out, null, 1) + '\n');
+}
+
+main().catch((e) => {
+  log(`fatal: ${e.stack || e}`);
+  process.exit(1);
+});

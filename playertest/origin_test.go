@@ -1,0 +1,295 @@
+package playertest
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mediaRoot is the fixture tree every test serves (tests run in playertest/).
+const mediaRoot = "../fixtures/media"
+
+// stream is one fixture stream as a player opens it.
+type stream struct {
+	name     string // short name for subtests and screenshots
+	manifest string // URL path of the playlist or MPD, under mediaRoot
+	dash     bool   // DASH (dash.js, Shaka) rather than HLS (hls.js)
+	// rangeOnly: its media lives in single files that players can only fetch
+	// with Range requests (EXT-X-BYTERANGE, SegmentBase indexRange).
+	rangeOnly bool
+}
+
+// streams are all the fixture streams (fixtures/generate.sh writes them).
+var streams = []stream{
+	{name: "hls-ts", manifest: "/hls/ts/master.m3u8"},
+	{name: "hls-fmp4", manifest: "/hls/fmp4/master.m3u8"},
+	{name: "hls-byterange", manifest: "/hls/byterange/master.m3u8", rangeOnly: true},
+	{name: "dash-template", manifest: "/dash/template/manifest.mpd", dash: true},
+	{name: "dash-ondemand", manifest: "/dash/ondemand/manifest.mpd", dash: true, rangeOnly: true},
+}
+
+// binDir holds the segorigin binary built for this package's tests.
+var (
+	binDir    string
+	buildOnce sync.Once
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "playertest-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "playertest:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// segoriginBinary builds cmd/segorigin once per test binary run, or returns
+// $PLAYERTEST_SEGORIGIN when set (to test a binary built elsewhere). GOFLAGS
+// from the environment apply to the build.
+func segoriginBinary(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("PLAYERTEST_SEGORIGIN"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(binDir, "segorigin")
+	buildOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "segorigin/cmd/segorigin")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build segorigin/cmd/segorigin: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return bin
+}
+
+// server is a segorigin process on 127.0.0.1:0 serving mediaRoot.
+type server struct {
+	bin     string
+	base    string // http://127.0.0.1:PORT
+	tlsBase string // https://127.0.0.1:PORT, or "" without a TLS listener
+	keyFile string // "" when auth is off
+	logs    *lockedLines
+}
+
+// serverOptions say how to run segorigin.
+type serverOptions struct {
+	keyFile string // -auth-key-file; "" for no auth
+	tls     bool   // also an HTTPS listener with a self-signed certificate
+}
+
+var listeningRE = regexp.MustCompile(`msg=listening proto=(https?) addr=(\S+)`)
+
+// startServer runs segorigin and stops it (SIGTERM, then SIGKILL after 5 s)
+// when the test ends. Its log goes to the test log if the test failed.
+func startServer(t *testing.T, o serverOptions) *server {
+	t.Helper()
+	bin := segoriginBinary(t)
+	args := []string{"-listen", "127.0.0.1:0", "-root", mediaRoot, "-drain-timeout", "1s"}
+	want := map[string]bool{"http": true}
+	if o.keyFile != "" {
+		args = append(args, "-auth-key-file", o.keyFile)
+	}
+	if o.tls {
+		args = append(args, "-tls-listen", "127.0.0.1:0", "-tls-dev")
+		want["https"] = true
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = withoutSegoriginEnv(os.Environ())
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", bin, err)
+	}
+	s := &server{bin: bin, keyFile: o.keyFile, logs: &lockedLines{}}
+	listening := make(chan []string, 4)
+	// The reader goroutine ends at EOF on stderr, when the process exits;
+	// the cleanup below waits for it through exited.
+	exited := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			s.logs.add(line)
+			if m := listeningRE.FindStringSubmatch(line); m != nil {
+				select {
+				case listening <- m:
+				default:
+				}
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			t.Errorf("segorigin pid %d still running 5s after SIGTERM; killing it", cmd.Process.Pid)
+			cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("segorigin %v log:\n%s", args, s.logs.String())
+		}
+	})
+	deadline := time.After(10 * time.Second)
+	for len(want) > 0 {
+		select {
+		case m := <-listening:
+			switch m[1] {
+			case "http":
+				s.base = "http://" + m[2]
+			case "https":
+				s.tlsBase = "https://" + m[2]
+			}
+			delete(want, m[1])
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("segorigin %v exited before listening: %v\n%s", args, err, s.logs.String())
+		case <-deadline:
+			t.Fatalf("segorigin %v: no listening line for %v within 10s\n%s", args, want, s.logs.String())
+		}
+	}
+	return s
+}
+
+// url is the plain (tokenless) URL of a path on base (s.base or s.tlsBase).
+func (s *server) url(base, p string) string { return base + p }
+
+// signedURL is the URL of p on base through a path token whose scope is p's
+// directory, so the relative URLs in a playlist or MPD carry the token too.
+func (s *server) signedURL(t *testing.T, base, p string) string {
+	t.Helper()
+	if s.keyFile == "" {
+		t.Fatal("signedURL on a server without auth")
+	}
+	dir := path.Dir(p) + "/"
+	out, err := exec.Command(s.bin, "sign", "-key-file", s.keyFile, "-scope", dir,
+		"-ttl", "30m", "-url", base).Output()
+	if err != nil {
+		t.Fatalf("segorigin sign -scope %s: %v", dir, err)
+	}
+	u := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(u, base+"/t/") || !strings.HasSuffix(u, dir) {
+		t.Fatalf("segorigin sign -scope %s printed %q, want %s/t/<token>%s", dir, u, base, dir)
+	}
+	return u + path.Base(p)
+}
+
+// variant is one way of reaching the media: a scheme, with or without auth.
+type variant struct {
+	name  string
+	srv   *server
+	tls   bool // over HTTPS
+	token bool // through a path token
+}
+
+// src is the URL of p in this variant.
+func (v variant) src(t *testing.T, p string) string {
+	base := v.srv.base
+	if v.tls {
+		base = v.srv.tlsBase
+	}
+	if v.token {
+		return v.srv.signedURL(t, base, p)
+	}
+	return v.srv.url(base, p)
+}
+
+// startVariants starts the servers every player test uses, one without auth
+// and one with (a fresh key), each with an HTTPS listener beside the plain
+// one (-tls-dev: a self-signed certificate made at start, which ffmpeg does
+// not verify and the browser is told to accept). It returns the variants to
+// run and the auth server.
+func startVariants(t *testing.T) ([]variant, *server) {
+	t.Helper()
+	plain := startServer(t, serverOptions{tls: true})
+	auth := startServer(t, serverOptions{keyFile: writeKeyFile(t), tls: true})
+	return []variant{
+		{name: "http", srv: plain},
+		{name: "https", srv: plain, tls: true},
+		{name: "token", srv: auth, token: true},
+		{name: "https-token", srv: auth, tls: true, token: true},
+	}, auth
+}
+
+// writeKeyFile writes a key file with one fresh random key.
+func writeKeyFile(t *testing.T) string {
+	t.Helper()
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	f := filepath.Join(t.TempDir(), "keys")
+	body := "# playertest: one random key per run\nplayertest " + hex.EncodeToString(secret) + "\n"
+	if err := os.WriteFile(f, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// diskPath maps a media URL path (with or without /t/<token>) to its file,
+// as an absolute path: ffmpeg 5.1's DASH demuxer cannot resolve the MPD's
+// relative URLs against a path that starts with "..".
+func diskPath(urlPath string) string {
+	if rest, ok := strings.CutPrefix(urlPath, "/t/"); ok {
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			urlPath = rest[i:]
+		}
+	}
+	p, err := filepath.Abs(filepath.Join(mediaRoot, filepath.FromSlash(urlPath)))
+	if err != nil {
+		panic(err) // only when the working directory is gone
+	}
+	return p
+}
+
+func withoutSegoriginEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "SEGORIGIN_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// lockedLines collects a process's log lines.
+type lockedLines struct {
+	mu    sync.Mutex // protects lines
+	lines []string
+}
+
+func (l *lockedLines) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) < 2000 {
+		l.lines = append(l.lines, line)
+	}
+}
+
+func (l *lockedLines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
