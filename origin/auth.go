@@ -255,3 +255,22 @@ func reasonIndex(r string) int {
 	}
 	return 7
 }
+
+// ReloadAuth replaces the authorization settings (new keys on rotation,
+// typically) without dropping a connection: requests already checked are
+// unaffected, the next ones use the new settings. Authorization can be
+// neither turned on nor off by a reload.
+func (s *Server) ReloadAuth(cfg AuthConfig) error {
+	if s.auth.Load() == nil || !cfg.enabled() {
+		return errors.New("origin: authorization can only be reloaded when it is on, and stays on")
+	}
+	a, err := newAuthorizer(cfg, &s.stats.Auth, s.cfg.Now)
+	if err != nil {
+		return fmt.Errorf("origin: auth: %w", err)
+	}
+	s.auth.Store(a)
+	return nil
+}
+
+// AuthEnabled reports whether requests need tokens.
+func (s *Server) AuthEnabled() bool { return s.auth.Load() != nil }

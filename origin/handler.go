@@ -44,10 +44,10 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 		s.fail(ctx, err)
 		return kindOther, false
 	}
-	if s.auth != nil {
-		file, seg := s.auth.stripCarrier(name)
-		if err := s.auth.check(ctx, file, seg, s.cfg.Now()); err != nil {
-			s.deny(ctx, s.auth, file, err)
+	if a := s.auth.Load(); a != nil {
+		file, seg := a.stripCarrier(name)
+		if err := a.check(ctx, file, seg, s.cfg.Now()); err != nil {
+			s.deny(ctx, a, file, err)
 			return kindOther, false
 		}
 		name = file

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,8 +32,8 @@ type Server struct {
 	watch *watcher.Watcher // nil when cfg.Watch is false
 	http  *fasthttp.Server
 	cors  corsPolicy
-	auth  *authorizer // nil when authorization is off
-	tls   *tlsState   // nil without a TLS certificate
+	auth  atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
+	tls   *tlsState                  // nil without a TLS certificate
 	stats Stats
 
 	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
@@ -77,10 +78,12 @@ func New(cfg Config) (*Server, error) {
 	}
 
 	if cfg.Auth.enabled() {
-		if s.auth, err = newAuthorizer(cfg.Auth, &s.stats.Auth, cfg.Now); err != nil {
+		a, err := newAuthorizer(cfg.Auth, &s.stats.Auth, cfg.Now)
+		if err != nil {
 			root.Close()
 			return nil, fmt.Errorf("origin: auth: %w", err)
 		}
+		s.auth.Store(a)
 	}
 	if cfg.TLS.enabled() {
 		if s.tls, err = newTLSState(cfg.TLS, s.log, &s.stats.TLS, cfg.Now); err != nil {

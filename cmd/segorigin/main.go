@@ -85,7 +85,7 @@ func run(args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	go reloadOnHUP(ctx, srv, logger) // ends with ctx
+	go reloadOnHUP(ctx, srv, opts, logger) // ends with ctx
 	err = srv.Run(ctx, opts.drain, listeners...)
 	admin.stop()
 	logger.Info("stopped", "err", err)
@@ -133,10 +133,11 @@ func (a *adminServer) stop() {
 	<-a.done
 }
 
-// reloadOnHUP reloads the TLS certificate on every SIGHUP until ctx is
-// done. Without TLS, SIGHUP is logged and otherwise ignored (it no longer
-// kills the process).
-func reloadOnHUP(ctx context.Context, srv *origin.Server, logger *slog.Logger) {
+// reloadOnHUP reloads, on every SIGHUP until ctx is done, what can change
+// without a restart: the TLS certificate and the auth key file (key
+// rotation). Connections are not dropped. A reload that fails leaves the
+// previous settings in service.
+func reloadOnHUP(ctx context.Context, srv *origin.Server, opts *options, logger *slog.Logger) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -145,11 +146,27 @@ func reloadOnHUP(ctx context.Context, srv *origin.Server, logger *slog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-hup:
-			if err := srv.ReloadCertificates(); err != nil {
-				logger.Warn("SIGHUP: certificates not reloaded", "err", err)
-				continue
-			}
+			reload(srv, opts, logger)
+		}
+	}
+}
+
+func reload(srv *origin.Server, opts *options, logger *slog.Logger) {
+	if opts.tlsListen != "" {
+		if err := srv.ReloadCertificates(); err != nil {
+			logger.Warn("SIGHUP: certificates not reloaded", "err", err)
+		} else {
 			logger.Info("SIGHUP: certificates reloaded")
+		}
+	}
+	if srv.AuthEnabled() {
+		fresh := *opts
+		if err := fresh.loadAuth(); err != nil {
+			logger.Warn("SIGHUP: auth keys not reloaded", "err", err)
+		} else if err := srv.ReloadAuth(fresh.cfg.Auth); err != nil {
+			logger.Warn("SIGHUP: auth keys not reloaded", "err", err)
+		} else {
+			logger.Info("SIGHUP: auth settings reloaded")
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,7 +39,26 @@ type proc struct {
 	cmd  *exec.Cmd
 	addr string
 	pid  int
-	logs *bytes.Buffer
+	logs *lockedBuffer
+}
+
+// lockedBuffer collects the server's log lines; the reading goroutine writes
+// while the test reads.
+type lockedBuffer struct {
+	mu  sync.Mutex // protects buf
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) WriteString(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.WriteString(s)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // start runs argv (the binary, possibly under strace) and waits for the
@@ -54,7 +74,7 @@ func start(t *testing.T, env []string, argv ...string) *proc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: cmd, logs: &bytes.Buffer{}}
+	p := &proc{cmd: cmd, logs: &lockedBuffer{}}
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
 			cmd.Process.Kill()
@@ -388,5 +408,66 @@ func TestDrainOnSIGTERM(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no exit after the drain")
+	}
+}
+
+// TestSIGHUPRotatesKeys: a new key file takes effect on SIGHUP, on a
+// keep-alive connection opened before the reload, and `segorigin sign`
+// mints a path the server accepts.
+func TestSIGHUPRotatesKeys(t *testing.T) {
+	bin := buildBinary(t)
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "vod/t1"), 0o755)
+	os.WriteFile(filepath.Join(root, "vod/t1/master.m3u8"), []byte("#EXTM3U\n"), 0o644)
+	keys := filepath.Join(t.TempDir(), "keys.txt")
+	k1 := "k1 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"
+	k2 := "k2 f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff00112233445566778899aabbccddeeff\n"
+	if err := os.WriteFile(keys, []byte("# rotation test\n"+k1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, nil, bin, "-listen", "127.0.0.1:0", "-root", root, "-auth-key-file", keys)
+	newKeys := filepath.Join(t.TempDir(), "new.txt")
+	os.WriteFile(newKeys, []byte(k2), 0o600)
+	out, err := exec.Command(bin, "sign", "-key-file", newKeys, "-scope", "/vod/t1/", "-ttl", "10m").Output()
+	if err != nil {
+		t.Fatalf("sign: %v", err)
+	}
+	path := strings.TrimSpace(string(out)) + "master.m3u8"
+	if !strings.HasPrefix(path, "/t/") {
+		t.Fatalf("sign printed %q, want /t/<token>/vod/t1/", path)
+	}
+	c, err := net.Dial("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	get := func() int {
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", path)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(); code != 403 {
+		t.Fatalf("token of a key not yet in the file: %d, want 403", code)
+	}
+	if err := os.WriteFile(keys, []byte(k1+k2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(p.pid, syscall.SIGHUP)
+	deadline := time.Now().Add(10 * time.Second)
+	for get() != 200 {
+		if time.Now().After(deadline) {
+			t.Fatalf("rotated key not accepted 10s after SIGHUP:\n%s", p.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.stop(t)
+	if !strings.Contains(p.logs.String(), "SIGHUP: auth settings reloaded") {
+		t.Errorf("no reload log line:\n%s", p.logs)
 	}
 }
