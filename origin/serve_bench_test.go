@@ -42,6 +42,7 @@ func BenchmarkServe(b *testing.B) {
 		start func(b *testing.B, root string) string
 	}{
 		{"segorigin", startSegorigin},
+		{"segorigin-nocache", startSegoriginNoCache},
 		{"nethttp", startNetHTTP},
 		{"fasthttpfs", startFastHTTPFS},
 	}
@@ -124,8 +125,19 @@ func discardResponse(br *bufio.Reader) (int64, error) {
 }
 
 func startSegorigin(b *testing.B, root string) string {
+	return startSegoriginWith(b, root, 4096)
+}
+
+// startSegoriginNoCache: the fd cache off (-cache-files 0), to show what it
+// saves.
+func startSegoriginNoCache(b *testing.B, root string) string {
+	return startSegoriginWith(b, root, 0)
+}
+
+func startSegoriginWith(b *testing.B, root string, cacheFiles int) string {
 	cfg := origin.DefaultConfig()
 	cfg.Root = root
+	cfg.CacheFiles = cacheFiles
 	cfg.Logger = nil
 	srv, err := origin.New(cfg)
 	if err != nil {

@@ -182,9 +182,10 @@ func TestSyscallsPerRequest(t *testing.T) {
 	// strace counts a whole process life, start-up included: run twice,
 	// with few and with many requests, and divide the difference.
 	const few, many = 10, 210
-	run := func(n int) map[string]int {
+	run := func(n int, extra ...string) map[string]int {
 		out := filepath.Join(t.TempDir(), "strace.txt")
-		p := start(t, nil, "strace", "-f", "-qq", "-c", "-o", out, bin, "-listen", "127.0.0.1:0", "-root", root)
+		argv := append([]string{"strace", "-f", "-qq", "-c", "-o", out, bin, "-listen", "127.0.0.1:0", "-root", root}, extra...)
+		p := start(t, nil, argv...)
 		keepAliveGets(t, p.addr, "/seg.m4s", n)
 		p.stop(t)
 		return straceCounts(t, out)
@@ -208,6 +209,13 @@ func TestSyscallsPerRequest(t *testing.T) {
 		if d := per(sc); d > 0.05 {
 			t.Errorf("%s per request = %.2f, want 0: no file bytes through user space, no open per request", sc, d)
 		}
+	}
+	// The same with the fd cache off: the open, fstat and close it saves
+	// show up, so the measurement above can see them.
+	a, b = run(few, "-cache-files", "0"), run(many, "-cache-files", "0")
+	t.Logf("with -cache-files 0: openat %.2f, fstat %.2f, close %.2f per request", per("openat"), per("fstat"), per("close"))
+	if d := per("openat"); d < 0.95 {
+		t.Errorf("with the cache off, openat per request = %.2f, want 1", d)
 	}
 }
 
