@@ -30,6 +30,7 @@ var metricDescs = map[string]*prometheus.Desc{
 	"multipart":     newDesc("multipart_responses_total", "multipart/byteranges responses."),
 	"ranges_ignore": newDesc("ranges_ignored_total", "Range headers ignored as invalid or over -max-ranges."),
 	"conns":         newDesc("connections_open", "Plain TCP connections open."),
+	"accept_emfile": newDesc("accept_emfile_total", "Accepts that failed for lack of file descriptors (retried after shedding the cache)."),
 	"conns_refused": newDesc("connections_refused_total", "Connections closed at accept by -max-conns or -max-conns-per-ip."),
 	"body_resp":     newDesc("body_responses_total", "Response bodies by transport path.", "path"),
 	"body_bytes":    newDesc("body_bytes_total", "Body bytes sent by transport path.", "path"),
@@ -40,6 +41,7 @@ var metricDescs = map[string]*prometheus.Desc{
 	"cache_ops":     newDesc("cache_operations_total", "File cache operations.", "op"),
 	"cache_fds":     newDesc("cache_open_files", "Descriptors the file cache holds open (listed or lent out)."),
 	"cache_entries": newDesc("cache_entries", "Entries listed in the file cache.", "type"),
+	"tls":           newDesc("tls_events_total", "TLS handshakes, kernel TLS hand-overs and certificate reloads by outcome.", "event"),
 	"watch_events":  newDesc("watcher_events_total", "File system events the watcher processed."),
 	"watch_overflw": newDesc("watcher_overflows_total", "fsnotify event-queue overflows."),
 	"watch_dirs":    newDesc("watcher_directories", "Directories watched."),
@@ -93,6 +95,16 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	} {
 		counter("auth", v.Load(), reason)
 	}
+	ts := &st.TLS
+	for ev, v := range map[string]*atomic.Int64{
+		"handshake": &ts.Handshakes, "handshake_error": &ts.HandshakeErrors,
+		"ktls_offloaded": &ts.KTLSOffloaded, "ktls_unsupported": &ts.KTLSUnsupported,
+		"ktls_ulp_failed": &ts.KTLSULPFailed, "ktls_tx_failed": &ts.KTLSTXFailed,
+		"ktls_write_denied": &ts.KTLSWriteDenied, "cert_reload": &ts.CertReloads, "cert_reload_failed": &ts.CertReloadFails,
+	} {
+		counter("tls", v.Load(), ev)
+	}
+	counter("accept_emfile", st.AcceptEMFILE.Load())
 	cs := c.s.cache.Stats()
 	for op, v := range map[string]uint64{
 		"hit": cs.Hits, "miss": cs.Misses, "negative_hit": cs.NegativeHits, "eviction": cs.Evictions,
