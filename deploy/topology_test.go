@@ -1,0 +1,311 @@
+package deploy_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// originPort is the port every origin listens on inside its own namespace.
+const originPort = 8080
+
+// topology is the test network: a bridge in the root namespace holding
+// 10.213.N.1, and one network namespace per origin holding 10.213.N.11,
+// .12, ..., each joined to the bridge by a veth pair. Every name carries a
+// random id, so two runs on one host do not collide; everything is removed
+// by t.Cleanup, on failure too.
+type topology struct {
+	id     string   // 4 hex digits, in every link and namespace name
+	bridge string   // bridge in the root namespace
+	netns  []string // one namespace per origin
+	hosts  []string // origin IP addresses, netns[i] holds hosts[i]
+}
+
+// ipCmd runs ip(8) with a bounded time and returns its combined output.
+func ipCmd(args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("ip %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// mustIP runs ip(8) and fails the test on an error.
+func mustIP(t *testing.T, args ...string) {
+	t.Helper()
+	if _, err := ipCmd(args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freeSubnet returns the third octet of a 10.213.N.0/24 that no interface
+// or route of the root namespace uses and no other run of this test holds:
+// 0 unless another run has it (the consistent-hash ring, and so which
+// origin owns which file, follows the addresses; 0 keeps a lone run's ring
+// the same every time). The claim is an flock on a file in the temp
+// directory, held until the test ends (the kernel drops it if the test
+// process dies).
+func freeSubnet(t *testing.T) int {
+	t.Helper()
+	addrs, err := ipCmd("-4", "-o", "addr", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes, err := ipCmd("-4", "route", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 16; n++ {
+		prefix := fmt.Sprintf("10.213.%d.", n)
+		if strings.Contains(addrs, prefix) || strings.Contains(routes, prefix) {
+			continue
+		}
+		lock, err := os.OpenFile(filepath.Join(os.TempDir(), fmt.Sprintf("segorigin-shield-10.213.%d.lock", n)), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			lock.Close()
+			continue
+		}
+		t.Cleanup(func() { lock.Close() })
+		return n
+	}
+	t.Fatalf("10.213.0.0/24 to 10.213.15.0/24 are all in use on this host (leftovers of killed runs? `ip -br link | grep sgb`)")
+	return 0
+}
+
+// newTopology makes the bridge and n origin namespaces. It fails (never
+// skips) when namespaces cannot be made: this test needs root and ip(8).
+func newTopology(t *testing.T, n int) *topology {
+	t.Helper()
+	var b [2]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	tp := &topology{id: hex.EncodeToString(b[:])}
+	subnet := freeSubnet(t)
+	tp.bridge = "sgb" + tp.id
+	if _, err := ipCmd("link", "add", "name", tp.bridge, "type", "bridge"); err != nil {
+		t.Fatalf("cannot create a bridge (this test needs root, or CAP_NET_ADMIN, and ip(8)): %v", err)
+	}
+	t.Cleanup(func() {
+		if _, err := ipCmd("link", "del", tp.bridge); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+	})
+	mustIP(t, "addr", "add", fmt.Sprintf("10.213.%d.1/24", subnet), "dev", tp.bridge)
+	mustIP(t, "link", "set", tp.bridge, "up")
+
+	for i := range n {
+		ns := fmt.Sprintf("segorigin-%s-%d", tp.id, i+1)
+		host := fmt.Sprintf("10.213.%d.%d", subnet, 11+i)
+		outer := fmt.Sprintf("sgv%s%d", tp.id, i+1)
+		inner := fmt.Sprintf("sgp%s%d", tp.id, i+1)
+		if _, err := ipCmd("netns", "add", ns); err != nil {
+			t.Fatalf("cannot create a network namespace (this test needs root and `ip netns`): %v", err)
+		}
+		t.Cleanup(func() {
+			// Deleting the namespace destroys the veth pair with it once the
+			// origin inside has exited (its cleanup runs before this one).
+			if _, err := ipCmd("netns", "del", ns); err != nil {
+				t.Errorf("cleanup: %v", err)
+			}
+			ipCmd("link", "del", outer) // usually gone already
+		})
+		mustIP(t, "link", "add", outer, "type", "veth", "peer", "name", inner)
+		mustIP(t, "link", "set", inner, "netns", ns)
+		mustIP(t, "link", "set", outer, "master", tp.bridge, "up")
+		mustIP(t, "-n", ns, "link", "set", inner, "name", "eth0")
+		mustIP(t, "-n", ns, "addr", "add", host+"/24", "dev", "eth0")
+		mustIP(t, "-n", ns, "link", "set", "eth0", "up")
+		mustIP(t, "-n", ns, "link", "set", "lo", "up")
+		tp.netns = append(tp.netns, ns)
+		tp.hosts = append(tp.hosts, host)
+	}
+	return tp
+}
+
+// lineLog collects a process's stderr lines for the test log on failure.
+type lineLog struct {
+	mu    sync.Mutex // protects lines
+	lines []string
+}
+
+func (l *lineLog) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.lines) < 2000 {
+		l.lines = append(l.lines, s)
+	}
+}
+
+func (l *lineLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+// origin is one segorigin process inside its namespace. It may be killed
+// and started again on the same address and root.
+type origin struct {
+	name string // "o1", "o2", ...
+	bin  string
+	ns   string
+	addr string // host:port inside ns, reachable from the root namespace
+	root string
+	args []string // extra flags
+
+	cmd    *exec.Cmd
+	exited chan error // receives cmd.Wait's result once, then is re-filled
+	logs   *lineLog
+	starts int
+}
+
+var listeningRE = regexp.MustCompile(`msg=listening proto=http addr=(\S+) .*\bpid=(\d+)`)
+
+// start runs segorigin in o.ns and waits for its listening line. `ip netns
+// exec` execs the binary, so the child's PID is segorigin's own (checked
+// against the pid= it logs): kill and stop signal exactly that process.
+func (o *origin) start(t *testing.T) {
+	t.Helper()
+	args := append([]string{"netns", "exec", o.ns, o.bin,
+		"-listen", o.addr, "-root", o.root, "-drain-timeout", "2s"}, o.args...)
+	cmd := exec.Command("ip", args...)
+	cmd.Env = withoutSegoriginEnv(os.Environ())
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", o.name, err)
+	}
+	o.cmd, o.exited, o.logs = cmd, make(chan error, 1), &lineLog{}
+	o.starts++
+	listening := make(chan []string, 1)
+	// This goroutine owns stderr; it ends at EOF, when the process exits,
+	// and then reports the exit through o.exited.
+	go func(logs *lineLog, exited chan error) {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			logs.add(line)
+			if m := listeningRE.FindStringSubmatch(line); m != nil {
+				select {
+				case listening <- m:
+				default:
+				}
+			}
+		}
+		exited <- cmd.Wait()
+	}(o.logs, o.exited)
+	select {
+	case m := <-listening:
+		if pid, _ := strconv.Atoi(m[2]); pid != cmd.Process.Pid {
+			o.kill(t)
+			t.Fatalf("%s logged pid=%d but the child is %d: `ip netns exec` did not exec segorigin", o.name, pid, cmd.Process.Pid)
+		}
+	case err := <-o.exited:
+		o.exited <- err
+		t.Fatalf("%s exited before listening: %v\n%s", o.name, err, o.logs)
+	case <-time.After(10 * time.Second):
+		o.kill(t)
+		t.Fatalf("%s: no listening line within 10s\n%s", o.name, o.logs)
+	}
+}
+
+// running reports whether the current process has not exited.
+func (o *origin) running() bool {
+	if o.cmd == nil {
+		return false
+	}
+	select {
+	case err := <-o.exited:
+		o.exited <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// kill sends SIGKILL to the origin's PID (a crash) and waits for it.
+func (o *origin) kill(t *testing.T) {
+	t.Helper()
+	if !o.running() {
+		return
+	}
+	if err := o.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Errorf("kill %s pid %d: %v", o.name, o.cmd.Process.Pid, err)
+	}
+	err := <-o.exited
+	o.exited <- err
+}
+
+// stop sends SIGTERM (segorigin drains) and SIGKILL after 5 s.
+func (o *origin) stop(t *testing.T) {
+	t.Helper()
+	if !o.running() {
+		return
+	}
+	o.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-o.exited:
+		o.exited <- err
+	case <-time.After(5 * time.Second):
+		t.Errorf("%s pid %d still running 5s after SIGTERM; killing it", o.name, o.cmd.Process.Pid)
+		o.kill(t)
+	}
+}
+
+// withoutSegoriginEnv drops SEGORIGIN_* variables, which would override
+// the flags the test gives.
+func withoutSegoriginEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "SEGORIGIN_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// buildSegorigin builds cmd/segorigin into dir. GOFLAGS from the
+// environment apply; -race given to go test does not, so the origins run
+// as they are deployed.
+func buildSegorigin(t *testing.T, dir string) string {
+	t.Helper()
+	bin := dir + "/segorigin"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "segorigin/cmd/segorigin").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build segorigin/cmd/segorigin: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
