@@ -213,11 +213,15 @@ func TestTLSCopyPathCounted(t *testing.T) {
 			tr := &ts.srv.Stats().Transport
 			want := int64(2<<20 + 256<<10 + len(mp.body))
 			if kernelHasKTLS(ts) {
+				waitFor(t, 5*time.Second, "three kTLS responses counted", func() bool { return tr.KTLSResponses.Load() >= 3 })
 				if tr.KTLSResponses.Load() != 3 || tr.KTLSBytes.Load() != want {
 					t.Errorf("kTLS kernel: KTLSResponses %d, KTLSBytes %d; want 3, %d", tr.KTLSResponses.Load(), tr.KTLSBytes.Load(), want)
 				}
 				return
 			}
+			// Counted after the last byte is handed to the kernel, which may
+			// be after the client read it.
+			waitFor(t, 5*time.Second, "three copy responses counted", func() bool { return tr.CopyResponses.Load() >= 3 })
 			if tr.CopyResponses.Load() != 3 || tr.CopyBytes.Load() != want || tr.KTLSResponses.Load() != 0 {
 				t.Errorf("CopyResponses %d, CopyBytes %d, KTLSResponses %d; want 3, %d, 0",
 					tr.CopyResponses.Load(), tr.CopyBytes.Load(), tr.KTLSResponses.Load(), want)
