@@ -1,0 +1,319 @@
+# shellcheck shell=bash
+# lib.sh: what compare.sh and syscalls.sh share: checking tools, building
+# the binaries, generating the workload files, and starting and stopping
+# each server on a loopback port. Sourced, never run.
+#
+# Every server started here is recorded in LT_PIDS and stopped by
+# lt_cleanup (by PID, never by name). Every wait is bounded.
+
+LT_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+LT_PIDS=()
+
+lt_die() {
+  echo "$(basename "$0"): $*" >&2
+  exit 2
+}
+
+# lt_need_tools TOOL... : say exactly what to install when a tool is missing.
+# Installs nothing. nginx counts as present at /usr/sbin/nginx too.
+lt_need_tools() {
+  local missing=() t
+  for t in "$@"; do
+    case $t in
+    nginx) command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing+=(nginx-light) ;;
+    go) command -v go >/dev/null || lt_die "go is not on PATH: install Go 1.26 (https://go.dev/dl/)" ;;
+    *) command -v "$t" >/dev/null || missing+=("$t") ;;
+    esac
+  done
+  if ((${#missing[@]})); then
+    echo "$(basename "$0"): missing: ${missing[*]}" >&2
+    echo "install them with:  sudo apt-get install -y ${missing[*]}" >&2
+    exit 3
+  fi
+}
+
+# lt_segorigin_label : which segorigin ran, for the report header.
+lt_segorigin_label() {
+  if [ -n "${SEGORIGIN_BIN:-}" ]; then
+    echo "segorigin binary $SEGORIGIN_BIN ($(date -u -r "$SEGORIGIN_BIN" '+built %Y-%m-%d %H:%M UTC'))"
+  else
+    echo "segorigin $(cd "$LT_REPO" && git describe --always --dirty 2>/dev/null || echo '(no git)')"
+  fi
+}
+
+lt_nginx_bin() {
+  command -v nginx 2>/dev/null || echo /usr/sbin/nginx
+}
+
+# lt_build OUTDIR : builds segorigin, the peers, the load client and
+# gensynth. SEGORIGIN_BIN=FILE uses that segorigin binary instead of
+# building ./cmd/segorigin (e.g. to compare two versions).
+lt_build() {
+  local out=$1
+  mkdir -p "$out"
+  if [ -n "${SEGORIGIN_BIN:-}" ]; then
+    cp "$SEGORIGIN_BIN" "$out/segorigin" || lt_die "SEGORIGIN_BIN=$SEGORIGIN_BIN: cannot copy"
+  else
+    (cd "$LT_REPO" && go build -o "$out/segorigin" ./cmd/segorigin) || lt_die "build of ./cmd/segorigin failed"
+  fi
+  (cd "$LT_REPO" &&
+    go build -o "$out/nethttp" ./loadtest/peers/nethttp &&
+    go build -o "$out/fasthttpfs" ./loadtest/peers/fasthttpfs &&
+    go build -o "$out/client" ./loadtest/client &&
+    go build -o "$out/gensynth" ./fixtures/gensynth) || lt_die "build failed"
+}
+
+# lt_generate BINDIR DIR W... : writes the workloads' files below DIR unless
+# they are there already (W5 uses W1's files and W4's playlists).
+lt_generate() {
+  local bin=$1 dir=$2 w
+  shift 2
+  local want=()
+  for w in "$@"; do
+    case $w in
+    W5) want+=(W1 W4) ;;
+    *) want+=("$w") ;;
+    esac
+  done
+  for w in $(printf '%s\n' "${want[@]}" | sort -u); do
+    local sub
+    sub=$(echo "$w" | tr 'W' 'w')
+    if [ -d "$dir/$sub" ] && [ -n "$(ls -A "$dir/$sub")" ]; then
+      continue
+    fi
+    "$bin/gensynth" -dir "$dir" -workload "$w" || lt_die "gensynth $w failed"
+  done
+}
+
+# lt_wrk_args DIR W : the wrk script's arguments for the files found in DIR
+# (named as gensynth names them, 0 .. COUNT-1, so that a smaller generated set
+# works): COUNT SIZE, or SIZE SPAN for W2.
+lt_wrk_args() {
+  local dir=$1 w=$2 files
+  case $w in
+  W1 | W5) files=("$dir"/w1/*) ;;
+  W2)
+    echo "$(stat -c %s "$dir/w2/big.mp4") 262144"
+    return
+    ;;
+  W3) files=("$dir"/w3/*) ;;
+  W4) files=("$dir"/w4/*) ;;
+  esac
+  echo "${#files[@]} $(stat -c %s "${files[0]}")"
+}
+
+# lt_wait_addr LOG : waits (at most 10 s) for "addr=127.0.0.1:PORT" in a
+# Go server's log and prints the address.
+lt_wait_addr() {
+  local log=$1 i addr
+  for ((i = 0; i < 100; i++)); do
+    addr=$(grep -o 'addr=127\.0\.0\.1:[0-9]*' "$log" 2>/dev/null | head -1 | cut -d= -f2)
+    if [ -n "$addr" ]; then
+      echo "$addr"
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+
+# lt_wait_port PORT : waits (at most 10 s) until 127.0.0.1:PORT accepts.
+lt_wait_port() {
+  local port=$1 i
+  for ((i = 0; i < 100; i++)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  return 1
+}
+
+# lt_nginx_conf WORKDIR ROOT PORT : writes WORKDIR/nginx.conf. Workers:
+# LT_NGINX_WORKERS, else auto (one per core).
+lt_nginx_conf() {
+  local work=$1 root=$2 port=$3 user=""
+  mkdir -p "$work/tmp"
+  # The master runs as the invoking user; as root, nginx would switch its
+  # workers to "nobody", who may not read ROOT or write WORKDIR.
+  if [ "$(id -u)" = 0 ]; then
+    user="user root root;"
+  fi
+  cat >"$work/nginx.conf" <<EOF
+# Written by loadtest/lib.sh for a loopback comparison; not for production.
+$user
+worker_processes ${LT_NGINX_WORKERS:-auto};
+worker_rlimit_nofile 65536;
+daemon off;
+pid $work/nginx.pid;
+error_log $work/error.log warn;
+
+events {
+    worker_connections 16384;
+}
+
+http {
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    open_file_cache max=10000 inactive=60s;
+    open_file_cache_valid 60s;
+    # The Go servers close no keep-alive connection after N requests; nor
+    # does nginx here (its default, 1000, would add reconnects to its cost).
+    keepalive_requests 10000000;
+    keepalive_timeout 75s;
+    client_body_temp_path $work/tmp/body;
+    proxy_temp_path $work/tmp/proxy;
+    fastcgi_temp_path $work/tmp/fastcgi;
+    uwsgi_temp_path $work/tmp/uwsgi;
+    scgi_temp_path $work/tmp/scgi;
+    types {
+        application/vnd.apple.mpegurl m3u8;
+        video/iso.segment m4s;
+        video/mp4 mp4;
+    }
+    default_type application/octet-stream;
+
+    server {
+        listen 127.0.0.1:$port;
+        root $root;
+    }
+}
+EOF
+}
+
+# lt_free_port : a loopback port for a server that cannot take port 0
+# (nginx): below the ephemeral range, where no client connection (W5 opens
+# thousands) can hold it, and unused in every TCP state. Another process
+# may still take it before the server binds: callers retry.
+lt_free_port() {
+  local low port _
+  read -r low _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || low=32768
+  for _ in $(seq 1 50); do
+    port=$((10000 + RANDOM % (low - 10000)))
+    if ! ss -Htan "( sport = :$port or dport = :$port )" 2>/dev/null | grep -q .; then
+      echo "$port"
+      return 0
+    fi
+  done
+  echo $((10000 + RANDOM % (low - 10000)))
+}
+
+# lt_start NAME BINDIR ROOT WORKDIR : starts server NAME (segorigin, nginx,
+# nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
+# caller may prefix the command with a wrapper in LT_WRAP (e.g. strace).
+lt_start() {
+  local name=$1 bin=$2 root=$3 work=$4
+  mkdir -p "$work"
+  LT_ADDR="" LT_PID=""
+  case $name in
+  segorigin | nethttp | fasthttpfs)
+    local extra=()
+    if [ "$name" = segorigin ] && [ -n "${SEGORIGIN_FLAGS:-}" ]; then
+      read -r -a extra <<<"$SEGORIGIN_FLAGS"
+    fi
+    : >"$work/$name.log"
+    ${LT_WRAP:-} "$bin/$name" -root "$root" -listen 127.0.0.1:0 "${extra[@]}" 2>"$work/$name.log" &
+    LT_PID=$!
+    LT_PIDS+=("$LT_PID")
+    LT_ADDR=$(lt_wait_addr "$work/$name.log") || {
+      cat "$work/$name.log" >&2
+      lt_die "$name did not start"
+    }
+    ;;
+  nginx)
+    local port
+    for _ in 1 2 3 4 5 6 7 8; do
+      port=$(lt_free_port)
+      lt_nginx_conf "$work/nginx" "$root" "$port"
+      : >"$work/nginx/error.log"
+      ${LT_WRAP:-} "$(lt_nginx_bin)" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" \
+        2>"$work/nginx/stderr.log" &
+      LT_PID=$!
+      LT_PIDS+=("$LT_PID")
+      if lt_wait_port "$port" && kill -0 "$LT_PID" 2>/dev/null; then
+        LT_ADDR=127.0.0.1:$port
+        break
+      fi
+      lt_stop "$LT_PID"
+    done
+    [ -n "$LT_ADDR" ] || {
+      cat "$work/nginx/stderr.log" "$work/nginx/error.log" >&2
+      lt_die "nginx did not start"
+    }
+    ;;
+  *) lt_die "unknown server $name" ;;
+  esac
+}
+
+# lt_stop PID : SIGTERM, then SIGKILL after 10 s; waits for it.
+lt_stop() {
+  local pid=$1 i
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < 100; i++)); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+lt_cleanup() {
+  local pid
+  for pid in "${LT_PIDS[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      lt_stop "$pid"
+    fi
+  done
+}
+
+# lt_children PID : PID's direct children (nginx's workers).
+lt_children() {
+  local parent=$1 f rest fields
+  for f in /proc/[0-9]*/stat; do
+    { read -r rest <"$f"; } 2>/dev/null || continue
+    rest=${rest##*) } # fields from 3 on: the name may hold spaces and parens
+    read -r -a fields <<<"$rest"
+    if [ "${fields[1]}" = "$parent" ]; then
+      f=${f#/proc/}
+      echo "${f%/stat}"
+    fi
+  done
+}
+
+# lt_cpu_ticks PID : utime+stime (clock ticks) of PID and its direct
+# children, from /proc/PID/stat fields 14 and 15.
+lt_cpu_ticks() {
+  local pid=$1 total=0 p rest
+  local f
+  for p in "$pid" $(lt_children "$pid"); do
+    { read -r rest <"/proc/$p/stat"; } 2>/dev/null || continue
+    rest=${rest##*) } # fields from 3 on: the name may hold spaces and parens
+    read -r -a f <<<"$rest"
+    total=$((total + f[11] + f[12]))
+  done
+  echo "$total"
+}
+
+# lt_rss_kib PID : resident memory of PID and its direct children, KiB.
+lt_rss_kib() {
+  local pid=$1 total=0 p v
+  for p in "$pid" $(lt_children "$pid"); do
+    v=$(awk '/^VmRSS:/ {print $2}' "/proc/$p/status" 2>/dev/null) || continue
+    total=$((total + ${v:-0}))
+  done
+  echo "$total"
+}
+
+# lt_kv LINE KEY : the value of KEY=VALUE in a RESULT line.
+lt_kv() {
+  local line=$1 key=$2 w
+  for w in $line; do
+    case $w in "$key="*)
+      echo "${w#*=}"
+      return 0
+      ;;
+    esac
+  done
+  echo 0
+}

@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# syscalls.sh: the syscalls each server makes per keep-alive request, for a
+# fixed number of requests of each workload W1-W4, segorigin and nginx in
+# the same run (issue 3's proof that a GET costs read -> sendmsg(MSG_MORE)
+# -> sendfile). For each server and workload it starts the server, warms it
+# (every file fetched once, so caches hold them), attaches
+# `strace -f -c` to the server and its children, makes exactly -n requests
+# on one keep-alive connection with the verifying load client, detaches,
+# and prints calls per request. Then it prints the syscall sequence of a few
+# requests of one workload. See loadtest/README.md.
+#
+#   bash loadtest/syscalls.sh [-n REQUESTS] [-workloads W1,W2,W3,W4]
+#        [-servers segorigin,nginx] [-dir DIR] [-seq W3|none] [-o FILE]
+set -euo pipefail
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+N=1000
+WORKLOADS=W1,W2,W3,W4
+SERVERS=segorigin,nginx
+DIR=""
+SEQ=W3
+OUT=""
+ARGS=("$@")
+
+usage() {
+  cat <<'EOF'
+usage: bash loadtest/syscalls.sh [options]
+  -n REQUESTS       keep-alive requests traced per server and workload (1000)
+  -workloads LIST   comma-separated W1..W4 (W1,W2,W3,W4)
+  -servers LIST     comma-separated segorigin,nginx,nethttp,fasthttpfs (segorigin,nginx)
+  -dir DIR          workload files: used if present, generated there if not
+                    (default: a temporary directory, removed at the end)
+  -seq W|none       also show the syscall sequence of 3 requests of W (W3)
+  -o FILE           also write the output to FILE (default
+                    loadtest/results/syscalls-DATE.txt)
+Needs strace (and nginx when it is in -servers); says what to apt-get install.
+EOF
+}
+
+while (($#)); do
+  case $1 in
+  -n) N=$2 ;;
+  -workloads) WORKLOADS=$2 ;;
+  -servers) SERVERS=$2 ;;
+  -dir) DIR=$2 ;;
+  -seq) SEQ=$2 ;;
+  -o) OUT=$2 ;;
+  -h | -help | --help)
+    usage
+    exit 0
+    ;;
+  *)
+    usage >&2
+    exit 2
+    ;;
+  esac
+  shift 2 || lt_die "$1 needs a value"
+done
+[[ $N =~ ^[0-9]+$ && $N -gt 0 ]] || lt_die "-n: want a number > 0"
+IFS=, read -r -a WL <<<"$(echo "$WORKLOADS" | tr '[:lower:]' '[:upper:]')"
+IFS=, read -r -a SV <<<"$SERVERS"
+for w in "${WL[@]}"; do [[ $w =~ ^W[1-4]$ ]] || lt_die "unknown workload $w (W1-W4)"; done
+for s in "${SV[@]}"; do
+  case $s in segorigin | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
+done
+SEQ=$(echo "$SEQ" | tr '[:lower:]' '[:upper:]')
+
+tools=(go strace)
+[[ ,$SERVERS, == *,nginx,* ]] && tools+=(nginx)
+lt_need_tools "${tools[@]}"
+
+WORK=$(mktemp -d /tmp/segorigin-syscalls.XXXXXX)
+chmod 755 "$WORK"
+STRACE_PID=""
+trap 'if [ -n "$STRACE_PID" ]; then kill -INT "$STRACE_PID" 2>/dev/null; wait "$STRACE_PID" 2>/dev/null; fi; lt_cleanup; rm -rf "$WORK"' EXIT
+trap 'exit 130' INT TERM
+[ -n "$DIR" ] || DIR=$WORK/data
+mkdir -p "$DIR"
+DIR=$(cd "$DIR" && pwd)
+
+echo "building into $WORK/bin ..." >&2
+lt_build "$WORK/bin"
+gen=("${WL[@]}")
+[[ $SEQ == NONE ]] || gen+=("$SEQ")
+lt_generate "$WORK/bin" "$DIR" "${gen[@]}"
+
+# client ADDR W REQUESTS : exactly REQUESTS verified requests of W on one
+# keep-alive connection, walking the files in order.
+client() {
+  local addr=$1 w=$2 n=$3 a
+  read -r -a a <<<"$(lt_wrk_args "$DIR" "$w")"
+  local shape=(-count "${a[0]}" -size "${a[1]}")
+  [ "$w" = W2 ] && shape=(-size "${a[0]}")
+  "$WORK/bin/client" -url "http://$addr" -workload "$w" "${shape[@]}" -sessions 1 \
+    -requests "$n" -duration 300s -seed 1 -q
+}
+
+# files W : how many requests one pass over W's files takes (the warm-up).
+files() {
+  local a
+  read -r -a a <<<"$(lt_wrk_args "$DIR" "$1")"
+  case $1 in
+  W2) echo $((a[0] / a[1])) ;;
+  *) echo "${a[0]}" ;;
+  esac
+}
+
+# traced PID : the server's process and its children (nginx workers), one
+# a line.
+traced() {
+  echo "$1"
+  lt_children "$1"
+}
+
+# attach OUTFILE STRACE_ARGS... -- PIDS : starts strace on PIDS (all their
+# threads) and waits, at most 10 s, until every thread is traced.
+attach() {
+  local out=$1
+  shift
+  local sargs=() pids=() p i t all
+  while [ "$1" != -- ]; do
+    sargs+=("$1")
+    shift
+  done
+  shift
+  pids=("$@")
+  local pflags=()
+  for p in "${pids[@]}"; do pflags+=(-p "$p"); done
+  strace -f "${sargs[@]}" -o "$out" "${pflags[@]}" 2>"$out.err" &
+  STRACE_PID=$!
+  for ((i = 0; i < 100; i++)); do
+    all=1
+    for p in "${pids[@]}"; do
+      for t in /proc/"$p"/task/*/status; do
+        if awk '/^TracerPid:/ {exit $2 == 0 ? 0 : 1}' "$t" 2>/dev/null; then
+          all=0
+        fi
+      done
+    done
+    ((all)) && return 0
+    sleep 0.1
+  done
+  lt_die "strace did not attach: $(cat "$out.err")"
+}
+
+detach() {
+  kill -INT "$STRACE_PID" 2>/dev/null || true
+  wait "$STRACE_PID" 2>/dev/null || true
+  STRACE_PID=""
+}
+
+# One nginx worker: each worker has its own open_file_cache, and the traced
+# connection must land on the worker the warm-up filled. A single
+# connection is served by one worker either way.
+export LT_NGINX_WORKERS=1
+
+RAW=$WORK/raw.tsv
+: >"$RAW"
+for srv in "${SV[@]}"; do
+  for w in "${WL[@]}"; do
+    lt_start "$srv" "$WORK/bin" "$DIR" "$WORK/run-$srv-$w"
+    pid=$LT_PID addr=$LT_ADDR
+    client "$addr" "$w" "$(files "$w")" >/dev/null || lt_die "$srv $w: warm-up failed"
+    mapfile -t pids < <(traced "$pid")
+    attach "$WORK/strace-$srv-$w.txt" -c -- "${pids[@]}"
+    res=$(client "$addr" "$w" "$N") || {
+      echo "$res" >&2
+      lt_die "$srv $w: the client saw errors"
+    }
+    detach
+    lt_stop "$pid"
+    # strace -c: "% time, seconds, usecs/call, calls, [errors], syscall".
+    awk -v s="$srv" -v w="$w" '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" && $NF != "syscall" {
+      printf "%s\t%s\t%s\t%d\t%d\n", s, w, $NF, $4, (NF == 6 ? $5 : 0) }' "$WORK/strace-$srv-$w.txt" >>"$RAW"
+    echo "  $srv $w: $(grep -o 'requests=[0-9]* errors=[0-9]*' <<<"$res")" >&2
+  done
+done
+
+report() {
+  echo "segorigin syscalls, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, Linux $(uname -r), $(strace -V | head -1)"
+  echo "command: bash loadtest/syscalls.sh $*"
+  echo "servers: $(lt_segorigin_label); $("$(lt_nginx_bin)" -v 2>&1 | sed 's/.*version: //')"
+  echo "$N keep-alive GETs per server and workload on one connection (loadtest/client -sessions 1 -requests $N,"
+  echo "every body verified), after a warm-up pass over every file; strace -f -c attached to the server and its"
+  echo "children for exactly those requests (the accept and the final close included). nginx runs one worker"
+  echo "here (each worker has its own open_file_cache; one connection is served by one worker anyway)."
+  echo "Calls per request:"
+  awk -F'\t' -v n="$N" -v servers="$SERVERS" -v workloads="$(IFS=,; echo "${WL[*]}")" '
+    BEGIN {
+      ncol = split("read write writev sendmsg sendfile pread64 openat setsockopt epoll futex", col, " ")
+      desc["W1"] = "full GET of 2 MiB segments"; desc["W2"] = "Range GET of 256 KiB spans (206)"
+      desc["W3"] = "full GET of 64 KiB parts"; desc["W4"] = "1 KiB playlists"
+    }
+    {
+      s = $1; w = $2; c = $3
+      k = (c ~ /^epoll/) ? "epoll" : (c == "nanosleep" ? "futex" : c)
+      calls[s, w, k] += $4; total[s, w] += $4
+      all[s, w] = all[s, w] sprintf(" %s %.2f%s,", c, $4 / n, $5 > 0 ? sprintf(" (%.2f failed)", $5 / n) : "")
+    }
+    END {
+      ns = split(servers, sv, ","); nw = split(workloads, wl, ",")
+      for (x = 1; x <= nw; x++) {
+        w = wl[x]
+        printf "\n%s: %s\n", w, desc[w]
+        printf "%-11s %7s", "server", "all"
+        for (i = 1; i <= ncol; i++) printf " %9s", col[i] == "futex" ? "futex+ns" : col[i]
+        printf "\n"
+        for (k = 1; k <= ns; k++) {
+          s = sv[k]
+          if (!((s, w) in total)) continue
+          printf "%-11s %7.2f", s, total[s, w] / n
+          for (i = 1; i <= ncol; i++) printf " %9.2f", calls[s, w, col[i]] / n
+          printf "\n"
+        }
+        for (k = 1; k <= ns; k++) {
+          s = sv[k]
+          if ((s, w) in all) printf "  %s:%s\n", s, substr(all[s, w], 1, length(all[s, w]) - 1)
+        }
+      }
+      print "\n(epoll = epoll_wait, epoll_pwait and epoll_ctl; futex+ns = futex and nanosleep: Go runtime scheduling)"
+    }' "$RAW"
+}
+
+# sequence SERVER W : the data-path syscalls of 3 keep-alive requests.
+sequence() {
+  local srv=$1 w=$2
+  lt_start "$srv" "$WORK/bin" "$DIR" "$WORK/seq-$srv-$w"
+  local pid=$LT_PID addr=$LT_ADDR
+  client "$addr" "$w" "$(files "$w")" >/dev/null || lt_die "$srv $w: warm-up failed"
+  local pids
+  mapfile -t pids < <(traced "$pid")
+  attach "$WORK/seq-$srv-$w.txt" -s 40 \
+    -e trace=accept,accept4,read,recvfrom,write,writev,sendmsg,sendto,sendfile,setsockopt,pread64,openat,close \
+    -- "${pids[@]}"
+  client "$addr" "$w" 3 >/dev/null || lt_die "$srv $w: the client saw errors"
+  detach
+  lt_stop "$pid"
+  echo
+  echo "$srv, 3 keep-alive GETs of $w (strace -f -e trace=accept4,read,write,writev,sendmsg,sendfile,setsockopt,pread64,openat,close,...):"
+  # Join each call that another thread's call interrupted ("<unfinished
+  # ...>" then "<... NAME resumed>") back into one line, drop the pid
+  # column, and drop the polls that found nothing (EAGAIN).
+  awk '{
+      pid = $1; sub(/^[0-9]+ +/, "")
+      if (sub(/ <unfinished \.\.\.>$/, "")) { pending[pid] = $0; next }
+      if (match($0, /^<\.\.\. [a-z0-9_]+ resumed>/)) { $0 = pending[pid] substr($0, RLENGTH + 1); delete pending[pid] }
+      print
+    }' "$WORK/seq-$srv-$w.txt" | grep -v 'EAGAIN' | sed 's/^/  /'
+}
+
+if [ -z "$OUT" ]; then
+  mkdir -p "$LT_REPO/loadtest/results"
+  OUT=$LT_REPO/loadtest/results/syscalls-$(date -u +%Y%m%d-%H%M%S).txt
+fi
+{
+  report "${ARGS[@]}"
+  if [ "$SEQ" != NONE ]; then
+    for srv in "${SV[@]}"; do sequence "$srv" "$SEQ"; done
+  fi
+} | tee "$OUT"
+echo "written to $OUT" >&2
