@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -43,6 +44,7 @@ func BenchmarkServe(b *testing.B) {
 	}{
 		{"segorigin", startSegorigin},
 		{"segorigin-nocache", startSegoriginNoCache},
+		{"segorigin-accesslog", startSegoriginAccessLog},
 		{"nethttp", startNetHTTP},
 		{"fasthttpfs", startFastHTTPFS},
 	}
@@ -134,10 +136,21 @@ func startSegoriginNoCache(b *testing.B, root string) string {
 	return startSegoriginWith(b, root, 0)
 }
 
-func startSegoriginWith(b *testing.B, root string, cacheFiles int) string {
+// startSegoriginAccessLog: every response logged (JSON, to a discarding
+// writer), to show what the access log costs.
+func startSegoriginAccessLog(b *testing.B, root string) string {
+	return startSegoriginWith(b, root, 4096, func(c *origin.Config) {
+		c.AccessLog = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	})
+}
+
+func startSegoriginWith(b *testing.B, root string, cacheFiles int, mods ...func(*origin.Config)) string {
 	cfg := origin.DefaultConfig()
 	cfg.Root = root
 	cfg.CacheFiles = cacheFiles
+	for _, m := range mods {
+		m(&cfg)
+	}
 	cfg.Logger = nil
 	srv, err := origin.New(cfg)
 	if err != nil {
