@@ -37,7 +37,7 @@ usage: bash loadtest/compare.sh [options]
   -rounds N         rounds; the server order alternates each round (3)
   -workloads LIST   comma-separated W1..W5 (all; W5 = W1 beside -idle idle
                     keep-alive connections)
-  -servers LIST     comma-separated segorigin,nginx,nethttp,fasthttpfs (all)
+  -servers LIST     comma-separated segorigin,nginx,nethttp,fasthttpfs (all), or segorigin-nocache (-cache-files 0)
   -dir DIR          workload files: used if present, generated there if not
                     (default: a temporary directory, removed at the end)
   -t THREADS        wrk threads (2)
@@ -96,7 +96,7 @@ IFS=, read -r -a WL <<<"$(echo "$WORKLOADS" | tr '[:lower:]' '[:upper:]')"
 IFS=, read -r -a SV <<<"$SERVERS"
 for w in "${WL[@]}"; do [[ $w =~ ^W[1-5]$ ]] || lt_die "unknown workload $w"; done
 for s in "${SV[@]}"; do
-  case $s in segorigin | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
+  case $s in segorigin | segorigin-nocache | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
 done
 
 tools=(go wrk)

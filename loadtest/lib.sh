@@ -199,21 +199,25 @@ lt_free_port() {
   echo $((10000 + RANDOM % (low - 10000)))
 }
 
-# lt_start NAME BINDIR ROOT WORKDIR : starts server NAME (segorigin, nginx,
-# nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
+# lt_start NAME BINDIR ROOT WORKDIR : starts server NAME (segorigin,
+# segorigin-nocache, nginx, nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
 # caller may prefix the command with a wrapper in LT_WRAP (e.g. strace).
 lt_start() {
   local name=$1 bin=$2 root=$3 work=$4
   mkdir -p "$work"
   LT_ADDR="" LT_PID=""
   case $name in
-  segorigin | nethttp | fasthttpfs)
-    local extra=()
-    if [ "$name" = segorigin ] && [ -n "${SEGORIGIN_FLAGS:-}" ]; then
+  segorigin | segorigin-nocache | nethttp | fasthttpfs)
+    local extra=() exe=$name
+    if [[ $name == segorigin* ]] && [ -n "${SEGORIGIN_FLAGS:-}" ]; then
       read -r -a extra <<<"$SEGORIGIN_FLAGS"
     fi
+    if [ "$name" = segorigin-nocache ]; then # the fd cache off, to show what it saves
+      exe=segorigin
+      extra+=(-cache-files 0)
+    fi
     : >"$work/$name.log"
-    ${LT_WRAP:-} "$bin/$name" -root "$root" -listen 127.0.0.1:0 "${extra[@]}" 2>"$work/$name.log" &
+    ${LT_WRAP:-} "$bin/$exe" -root "$root" -listen 127.0.0.1:0 "${extra[@]}" 2>"$work/$name.log" &
     LT_PID=$!
     LT_PIDS+=("$LT_PID")
     LT_ADDR=$(lt_wait_addr "$work/$name.log") || {
