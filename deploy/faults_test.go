@@ -69,7 +69,7 @@ func (r *rig) testCrash(t *testing.T, ctx context.Context) {
 		}
 	}
 	v := r.origins[victim]
-	t.Logf("victim %s (%s, pid %d) owns %d of %d after files", v.name, v.addr, v.cmd.Process.Pid, inAfter[victim], len(after.files))
+	t.Logf("victim %s (%s, pid %d) owns %d of %d after files", v.name, v.addr, v.proc.PID(), inAfter[victim], len(after.files))
 
 	outs, killAt, restartAt := r.crashLoad(t, ctx, crash, v)
 	var tl tally
@@ -173,7 +173,7 @@ func (r *rig) crashLoad(t *testing.T, ctx context.Context, crash synthSet, v *or
 			v.start(t)
 			restartAt = time.Now() // listening again
 			t.Logf("restarted %s (pid %d) after %d of %d requests, %v after the kill",
-				v.name, v.cmd.Process.Pid, l.done.Load(), len(reqs), restartAt.Sub(killAt).Round(time.Millisecond))
+				v.name, v.proc.PID(), l.done.Load(), len(reqs), restartAt.Sub(killAt).Round(time.Millisecond))
 		}
 	}
 	if outs == nil {

@@ -17,6 +17,7 @@ import (
 
 	"segorigin/cache"
 	"segorigin/fixtures/synth"
+	"segorigin/internal/testproc"
 )
 
 // streams are the fixture streams ffmpeg plays through the shield.
@@ -97,7 +98,7 @@ func TestShield(t *testing.T) {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	dir := t.TempDir()
-	bin := buildSegorigin(t, dir)
+	bin := testproc.Build(t, "./cmd/segorigin")
 	r := &rig{master: filepath.Join(dir, "master"), client: newClient(8), direct: newClient(4)}
 	makeContent(t, r.master)
 
@@ -108,7 +109,7 @@ func newRig(t *testing.T) *rig {
 		// Last-Modified: what an rsync -a deploy does.
 		cpA(t, r.master, root)
 		o := &origin{
-			name: fmt.Sprintf("o%d", i+1), bin: bin, ns: ns, root: root,
+			name: fmt.Sprintf("o%d", i+1), bin: bin, ns: ns, root: root, owner: t,
 			addr: fmt.Sprintf("%s:%d", r.topo.hosts[i], originPort),
 			args: []string{"-cache-control-playlist", fmt.Sprintf("public, max-age=%d", int(playlistMaxAge.Seconds()))},
 		}
@@ -116,12 +117,13 @@ func newRig(t *testing.T) *rig {
 		r.addrs = append(r.addrs, o.addr)
 		r.labels = append(r.labels, o.name)
 	}
-	// Registered after the topology's cleanups, so it runs before them.
+	// Registered after the topology's cleanups, so it runs before them;
+	// each origin's own cleanup (o.start), registered later, has stopped it
+	// by then.
 	t.Cleanup(func() {
 		for _, o := range r.origins {
-			o.stop(t)
-			if t.Failed() && o.logs != nil {
-				t.Logf("%s (%s) log:\n%s", o.name, o.addr, o.logs)
+			if t.Failed() && o.proc != nil {
+				t.Logf("%s (%s) log:\n%s", o.name, o.addr, o.proc.Logs())
 			}
 		}
 	})

@@ -1,7 +1,6 @@
 package deploy_test
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -10,13 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"segorigin/internal/testproc"
 )
 
 // originPort is the port every origin listens on inside its own namespace.
@@ -141,102 +139,53 @@ func newTopology(t *testing.T, n int) *topology {
 	return tp
 }
 
-// lineLog collects a process's stderr lines for the test log on failure.
-type lineLog struct {
-	mu    sync.Mutex // protects lines
-	lines []string
-}
-
-func (l *lineLog) add(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.lines) < 2000 {
-		l.lines = append(l.lines, s)
-	}
-}
-
-func (l *lineLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
-}
-
 // origin is one segorigin process inside its namespace. It may be killed
 // and started again on the same address and root.
 type origin struct {
-	name string // "o1", "o2", ...
-	bin  string
-	ns   string
-	addr string // host:port inside ns, reachable from the root namespace
-	root string
-	args []string // extra flags
+	name  string // "o1", "o2", ...
+	bin   string
+	ns    string
+	addr  string // host:port inside ns, reachable from the root namespace
+	root  string
+	args  []string   // extra flags
+	owner testing.TB // the test the origin lives for (nil: the one starting it)
 
-	cmd    *exec.Cmd
-	exited chan error // receives cmd.Wait's result once, then is re-filled
-	logs   *lineLog
+	proc   *testproc.Proc // the current process; nil before the first start
 	starts int
 }
 
-var listeningRE = regexp.MustCompile(`msg=listening proto=http addr=(\S+) .*\bpid=(\d+)`)
-
 // start runs segorigin in o.ns and waits for its listening line. `ip netns
 // exec` execs the binary, so the child's PID is segorigin's own (checked
-// against the pid= it logs): kill and stop signal exactly that process.
+// against the pid= it logs): kill and the cleanup signal exactly that
+// process.
+// The process lives until o.owner ends, even when a subtest restarts it;
+// then it is stopped with SIGTERM (SIGKILL, and an error, after 5 s).
 func (o *origin) start(t *testing.T) {
 	t.Helper()
 	args := append([]string{"netns", "exec", o.ns, o.bin,
 		"-listen", o.addr, "-root", o.root, "-drain-timeout", "2s"}, o.args...)
 	cmd := exec.Command("ip", args...)
-	cmd.Env = withoutSegoriginEnv(os.Environ())
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
+	cmd.Env = testproc.EnvWithout("SEGORIGIN_") // SEGORIGIN_* would override the flags
+	owner := o.owner
+	if owner == nil {
+		owner = t
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", o.name, err)
-	}
-	o.cmd, o.exited, o.logs = cmd, make(chan error, 1), &lineLog{}
+	o.proc = testproc.Start(t, cmd, testproc.Name(o.name), testproc.Timeout(10*time.Second),
+		testproc.Grace(5*time.Second), testproc.Owner(owner))
 	o.starts++
-	listening := make(chan []string, 1)
-	// This goroutine owns stderr; it ends at EOF, when the process exits,
-	// and then reports the exit through o.exited.
-	go func(logs *lineLog, exited chan error) {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			logs.add(line)
-			if m := listeningRE.FindStringSubmatch(line); m != nil {
-				select {
-				case listening <- m:
-				default:
-				}
-			}
-		}
-		exited <- cmd.Wait()
-	}(o.logs, o.exited)
-	select {
-	case m := <-listening:
-		if pid, _ := strconv.Atoi(m[2]); pid != cmd.Process.Pid {
-			o.kill(t)
-			t.Fatalf("%s logged pid=%d but the child is %d: `ip netns exec` did not exec segorigin", o.name, pid, cmd.Process.Pid)
-		}
-	case err := <-o.exited:
-		o.exited <- err
-		t.Fatalf("%s exited before listening: %v\n%s", o.name, err, o.logs)
-	case <-time.After(10 * time.Second):
+	if pid := o.proc.PID(); pid != cmd.Process.Pid {
 		o.kill(t)
-		t.Fatalf("%s: no listening line within 10s\n%s", o.name, o.logs)
+		t.Fatalf("%s logged pid=%d but the child is %d: `ip netns exec` did not exec segorigin", o.name, pid, cmd.Process.Pid)
 	}
 }
 
 // running reports whether the current process has not exited.
 func (o *origin) running() bool {
-	if o.cmd == nil {
+	if o.proc == nil {
 		return false
 	}
 	select {
-	case err := <-o.exited:
-		o.exited <- err
+	case <-o.proc.Done():
 		return false
 	default:
 		return true
@@ -249,54 +198,9 @@ func (o *origin) kill(t *testing.T) {
 	if !o.running() {
 		return
 	}
-	if err := o.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Errorf("kill %s pid %d: %v", o.name, o.cmd.Process.Pid, err)
+	if err := o.proc.Kill(); err != nil {
+		t.Errorf("kill %s pid %d: %v", o.name, o.proc.PID(), err)
 	}
-	err := <-o.exited
-	o.exited <- err
-}
-
-// stop sends SIGTERM (segorigin drains) and SIGKILL after 5 s.
-func (o *origin) stop(t *testing.T) {
-	t.Helper()
-	if !o.running() {
-		return
-	}
-	o.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-o.exited:
-		o.exited <- err
-	case <-time.After(5 * time.Second):
-		t.Errorf("%s pid %d still running 5s after SIGTERM; killing it", o.name, o.cmd.Process.Pid)
-		o.kill(t)
-	}
-}
-
-// withoutSegoriginEnv drops SEGORIGIN_* variables, which would override
-// the flags the test gives.
-func withoutSegoriginEnv(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "SEGORIGIN_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// buildSegorigin builds cmd/segorigin into dir. GOFLAGS from the
-// environment apply; -race given to go test does not, so the origins run
-// as they are deployed.
-func buildSegorigin(t *testing.T, dir string) string {
-	t.Helper()
-	bin := dir + "/segorigin"
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "segorigin/cmd/segorigin").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build segorigin/cmd/segorigin: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // freePort returns a loopback port that was free a moment ago.

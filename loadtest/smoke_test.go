@@ -6,7 +6,6 @@ package loadtest_test
 // rot. The long runs are the scripts' own defaults, run by hand.
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"os"
@@ -16,11 +15,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"segorigin/fixtures/synth"
+	"segorigin/internal/testproc"
 )
 
 // The small set: the workloads' layout and names, fewer and smaller files.
@@ -66,18 +65,6 @@ func repoRoot(t *testing.T) string {
 	return root
 }
 
-// build compiles a main package of the repository into dir.
-func build(t *testing.T, dir, pkg string) string {
-	t.Helper()
-	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir = repoRoot(t)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
-
 // smallSet writes the small workload set (about 30 MiB).
 func smallSet(t *testing.T) string {
 	t.Helper()
@@ -118,50 +105,13 @@ func smallSet(t *testing.T) string {
 	return dir
 }
 
-var addrRE = regexp.MustCompile(`addr=(127\.0\.0\.1:[0-9]+)`)
-
 // startServer runs the binary on a free loopback port and returns its
-// address; the test's cleanup stops it.
+// address; the test's cleanup stops it (SIGTERM, SIGKILL after 10 s).
 func startServer(t *testing.T, bin, root string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "-root", root, "-listen", "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }() // ends when the process does
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	addrc := make(chan string, 1)
-	go func() { // ends at EOF of stderr, when the server exits
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := addrRE.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case addrc <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case addr := <-addrc:
-		return addr
-	case <-time.After(15 * time.Second):
-		t.Fatalf("%s did not log its address within 15 s", bin)
-		return ""
-	}
+	p := testproc.Start(t, exec.Command(bin, "-root", root, "-listen", "127.0.0.1:0"), testproc.Timeout(15*time.Second))
+	t.Cleanup(func() { p.Terminate(10 * time.Second) })
+	return p.Addr("http")
 }
 
 // resultKV parses the last "RESULT k=v ..." line of out.
@@ -208,14 +158,13 @@ func run(t *testing.T, timeout time.Duration, env []string, name string, args ..
 
 func TestSmoke(t *testing.T) {
 	needTools(t, "wrk", "nginx", "bash", "go")
-	bins := t.TempDir()
 	// SEGORIGIN_BIN tests that binary instead of building ./cmd/segorigin,
 	// as compare.sh and syscalls.sh do.
 	server := os.Getenv("SEGORIGIN_BIN")
 	if server == "" {
-		server = build(t, bins, "./cmd/segorigin")
+		server = testproc.Build(t, "./cmd/segorigin")
 	}
-	client := build(t, bins, "./loadtest/client")
+	client := testproc.Build(t, "./loadtest/client")
 	data := smallSet(t)
 	addr := startServer(t, server, data)
 	url := "http://" + addr

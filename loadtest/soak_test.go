@@ -1,7 +1,6 @@
 package loadtest_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -17,11 +16,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"segorigin/fixtures/synth"
+	"segorigin/internal/testproc"
 	"segorigin/loadtest/load"
 	"segorigin/loadtest/verify"
 )
@@ -33,7 +32,7 @@ var soakDuration = flag.Duration("soak", 2*time.Minute, "how long TestSoak loads
 // mismatched bytes, zero unexpected statuses, and the server's descriptors
 // and goroutines back to their baseline at the end.
 func TestSoak(t *testing.T) {
-	bin := build(t, t.TempDir(), "./cmd/segorigin")
+	bin := testproc.Build(t, "./cmd/segorigin")
 	root := t.TempDir()
 	const stable, churned = 40, 24
 	w1 := synth.Workloads()[0]
@@ -300,53 +299,14 @@ type soakServer struct {
 	pid         int
 }
 
-var listenRE = regexp.MustCompile(`msg=listening proto=(http|admin) addr=(\S+).* pid=(\d+)`)
-
+// startSoakServer runs the binary with an admin listener; the test's
+// cleanup stops it (SIGTERM, SIGKILL after 40 s).
 func startSoakServer(t *testing.T, bin, root string) *soakServer {
 	t.Helper()
 	cmd := exec.Command(bin, "-root", root, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-cache-files", "256")
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }() // ends when the process does
-		select {
-		case <-done:
-		case <-time.After(40 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	s := &soakServer{}
-	ready := make(chan struct{})
-	go func() { // ends at EOF of stderr, when the server exits
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			m := listenRE.FindStringSubmatch(sc.Text())
-			if m == nil {
-				continue
-			}
-			s.pid, _ = strconv.Atoi(m[3])
-			if m[1] == "http" {
-				s.addr = m[2]
-			} else {
-				s.admin = m[2]
-				close(ready)
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(15 * time.Second):
-		t.Fatal("server did not log its listeners within 15 s")
-	}
-	return s
+	p := testproc.Start(t, cmd, testproc.Timeout(15*time.Second))
+	t.Cleanup(func() { p.Terminate(40 * time.Second) })
+	return &soakServer{addr: p.Addr("http"), admin: p.Addr("admin"), pid: p.PID()}
 }
 
 func (s *soakServer) fds(t *testing.T) int {

@@ -1,8 +1,6 @@
 package playertest
 
 import (
-	"bufio"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -10,12 +8,11 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"segorigin/internal/testproc"
 )
 
 // mediaRoot is the fixture tree every test serves (tests run in playertest/).
@@ -40,25 +37,6 @@ var streams = []stream{
 	{name: "dash-ondemand", manifest: "/dash/ondemand/manifest.mpd", dash: true, rangeOnly: true},
 }
 
-// binDir holds the segorigin binary built for this package's tests.
-var (
-	binDir    string
-	buildOnce sync.Once
-	buildErr  error
-)
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "playertest-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "playertest:", err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
 // segoriginBinary builds cmd/segorigin once per test binary run, or returns
 // $PLAYERTEST_SEGORIGIN when set (to test a binary built elsewhere). GOFLAGS
 // from the environment apply to the build.
@@ -67,19 +45,7 @@ func segoriginBinary(t *testing.T) string {
 	if bin := os.Getenv("PLAYERTEST_SEGORIGIN"); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(binDir, "segorigin")
-	buildOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "segorigin/cmd/segorigin")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build segorigin/cmd/segorigin: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return bin
+	return testproc.Build(t, "./cmd/segorigin")
 }
 
 // server is a segorigin process on 127.0.0.1:0 serving mediaRoot.
@@ -88,7 +54,6 @@ type server struct {
 	base    string // http://127.0.0.1:PORT
 	tlsBase string // https://127.0.0.1:PORT, or "" without a TLS listener
 	keyFile string // "" when auth is off
-	logs    *lockedLines
 }
 
 // serverOptions say how to run segorigin.
@@ -97,80 +62,32 @@ type serverOptions struct {
 	tls     bool   // also an HTTPS listener with a self-signed certificate
 }
 
-var listeningRE = regexp.MustCompile(`msg=listening proto=(https?) addr=(\S+)`)
-
 // startServer runs segorigin and stops it (SIGTERM, then SIGKILL after 5 s)
 // when the test ends. Its log goes to the test log if the test failed.
 func startServer(t *testing.T, o serverOptions) *server {
 	t.Helper()
 	bin := segoriginBinary(t)
 	args := []string{"-listen", "127.0.0.1:0", "-root", mediaRoot, "-drain-timeout", "1s"}
-	want := map[string]bool{"http": true}
 	if o.keyFile != "" {
 		args = append(args, "-auth-key-file", o.keyFile)
 	}
 	if o.tls {
 		args = append(args, "-tls-listen", "127.0.0.1:0", "-tls-dev")
-		want["https"] = true
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = withoutSegoriginEnv(os.Environ())
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start %s: %v", bin, err)
-	}
-	s := &server{bin: bin, keyFile: o.keyFile, logs: &lockedLines{}}
-	listening := make(chan []string, 4)
-	// The reader goroutine ends at EOF on stderr, when the process exits;
-	// the cleanup below waits for it through exited.
-	exited := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			s.logs.add(line)
-			if m := listeningRE.FindStringSubmatch(line); m != nil {
-				select {
-				case listening <- m:
-				default:
-				}
-			}
-		}
-		exited <- cmd.Wait()
-	}()
+	cmd.Env = testproc.EnvWithout("SEGORIGIN_") // SEGORIGIN_* would override the flags
+	p := testproc.Start(t, cmd, testproc.Name(fmt.Sprintf("segorigin %v", args)), testproc.Timeout(10*time.Second))
 	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			t.Errorf("segorigin pid %d still running 5s after SIGTERM; killing it", cmd.Process.Pid)
-			cmd.Process.Kill()
-			<-exited
+		if !p.Terminate(5 * time.Second) {
+			t.Errorf("segorigin pid %d still running 5s after SIGTERM; killing it", p.PID())
 		}
 		if t.Failed() {
-			t.Logf("segorigin %v log:\n%s", args, s.logs.String())
+			t.Logf("segorigin %v log:\n%s", args, p.Logs())
 		}
 	})
-	deadline := time.After(10 * time.Second)
-	for len(want) > 0 {
-		select {
-		case m := <-listening:
-			switch m[1] {
-			case "http":
-				s.base = "http://" + m[2]
-			case "https":
-				s.tlsBase = "https://" + m[2]
-			}
-			delete(want, m[1])
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("segorigin %v exited before listening: %v\n%s", args, err, s.logs.String())
-		case <-deadline:
-			t.Fatalf("segorigin %v: no listening line for %v within 10s\n%s", args, want, s.logs.String())
-		}
+	s := &server{bin: bin, keyFile: o.keyFile, base: "http://" + p.Addr("http")}
+	if o.tls {
+		s.tlsBase = "https://" + p.Addr("https")
 	}
 	return s
 }
@@ -262,34 +179,4 @@ func diskPath(urlPath string) string {
 		panic(err) // only when the working directory is gone
 	}
 	return p
-}
-
-func withoutSegoriginEnv(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "SEGORIGIN_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// lockedLines collects a process's log lines.
-type lockedLines struct {
-	mu    sync.Mutex // protects lines
-	lines []string
-}
-
-func (l *lockedLines) add(line string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.lines) < 2000 {
-		l.lines = append(l.lines, line)
-	}
-}
-
-func (l *lockedLines) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Join(l.lines, "\n")
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -10,128 +9,30 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"segorigin/fixtures/synth"
+	"segorigin/internal/testproc"
 )
 
-// buildBinary builds cmd/segorigin once per test into a temp dir.
-func buildBinary(t *testing.T) string {
+// start runs argv (the binary, possibly under strace or sh) and waits for
+// its listening line.
+func start(t *testing.T, argv ...string) *testproc.Proc {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "segorigin")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-var listenRE = regexp.MustCompile(`msg=listening proto=http addr=(\S+) .* pid=(\d+)`)
-
-// proc is a started segorigin with its bound address and PID.
-type proc struct {
-	cmd  *exec.Cmd
-	addr string
-	pid  int
-	logs *lockedBuffer
-}
-
-// lockedBuffer collects the server's log lines; the reading goroutine writes
-// while the test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex // protects buf
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) WriteString(s string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.WriteString(s)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// start runs argv (the binary, possibly under strace) and waits for the
-// listening line on stderr.
-func start(t *testing.T, env []string, argv ...string) *proc {
-	t.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), env...)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &proc{cmd: cmd, logs: &lockedBuffer{}}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	found := make(chan [2]string, 1)
-	go func() { // ends when the process closes stderr
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			p.logs.WriteString(line + "\n")
-			if m := listenRE.FindStringSubmatch(line); m != nil {
-				found <- [2]string{m[1], m[2]}
-			}
-		}
-		close(found)
-	}()
-	select {
-	case m, ok := <-found:
-		if !ok {
-			cmd.Wait()
-			t.Fatalf("segorigin exited before listening:\n%s", p.logs)
-		}
-		p.addr = m[0]
-		p.pid, _ = strconv.Atoi(m[1])
-	case <-time.After(30 * time.Second):
-		t.Fatalf("segorigin did not log its address within 30s:\n%s", p.logs)
-	}
-	return p
-}
-
-// stop sends SIGTERM to the server and waits for the started command.
-func (p *proc) stop(t *testing.T) {
-	t.Helper()
-	if err := syscall.Kill(p.pid, syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no exit within 30s of SIGTERM")
-	}
+	return testproc.Start(t, exec.Command(argv[0], argv[1:]...))
 }
 
 // TestRunDefaults: the binary with no flags but -listen serves the bundled
 // fixtures, logs its address and body paths, and exits 0 on SIGTERM.
 func TestRunDefaults(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testproc.Build(t, "./cmd/segorigin")
 	// Run from the repository root so the default -root resolves.
-	p := start(t, nil, "sh", "-c", "cd ../.. && exec "+bin+" -listen 127.0.0.1:0")
-	resp, err := http.Get("http://" + p.addr + "/hls/ts/master.m3u8")
+	p := start(t, "sh", "-c", "cd ../.. && exec "+bin+" -listen 127.0.0.1:0")
+	resp, err := http.Get("http://" + p.Addr("http") + "/hls/ts/master.m3u8")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +44,9 @@ func TestRunDefaults(t *testing.T) {
 	if ct := resp.Header.Get("Content-Type"); ct != "application/vnd.apple.mpegurl" {
 		t.Errorf("Content-Type %q", ct)
 	}
-	p.stop(t)
-	if !strings.Contains(p.logs.String(), "msg=\"body paths\" sendfile=true") {
-		t.Errorf("no body paths line in:\n%s", p.logs)
+	p.Stop(t)
+	if !strings.Contains(p.Logs(), "msg=\"body paths\" sendfile=true") {
+		t.Errorf("no body paths line in:\n%s", p.Logs())
 	}
 }
 
@@ -174,7 +75,7 @@ func TestSyscallsPerRequest(t *testing.T) {
 	if _, err := exec.LookPath("strace"); err != nil {
 		t.Fatalf("strace not installed (make test installs it via .ci/deps): %v", err)
 	}
-	bin := buildBinary(t)
+	bin := testproc.Build(t, "./cmd/segorigin")
 	root := t.TempDir()
 	if err := synth.WriteFile(filepath.Join(root, "seg.m4s"), "seg.m4s", 100_000); err != nil {
 		t.Fatal(err)
@@ -185,9 +86,9 @@ func TestSyscallsPerRequest(t *testing.T) {
 	run := func(n int, extra ...string) map[string]int {
 		out := filepath.Join(t.TempDir(), "strace.txt")
 		argv := append([]string{"strace", "-f", "-qq", "-c", "-o", out, bin, "-listen", "127.0.0.1:0", "-root", root}, extra...)
-		p := start(t, nil, argv...)
-		keepAliveGets(t, p.addr, "/seg.m4s", n)
-		p.stop(t)
+		p := start(t, argv...)
+		keepAliveGets(t, p.Addr("http"), "/seg.m4s", n)
+		p.Stop(t)
 		return straceCounts(t, out)
 	}
 	a, b := run(few), run(many)
@@ -265,7 +166,7 @@ func keepAliveGets(t *testing.T, addr, target string, n int) {
 // Retry-After while clients hold every descriptor, logs it, and serves
 // normally by itself once they let go.
 func TestEMFILE(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testproc.Build(t, "./cmd/segorigin")
 	root := t.TempDir()
 	for i := range 64 {
 		if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("f%02d.ts", i)), []byte("segment"), 0o644); err != nil {
@@ -274,8 +175,8 @@ func TestEMFILE(t *testing.T) {
 	}
 	// ulimit -n in sh sets the soft and hard limits, so Go's start-up
 	// raise of the soft limit to the hard one changes nothing.
-	p := start(t, nil, "sh", "-c", "ulimit -n 40 && exec "+bin+" -listen 127.0.0.1:0 -root "+root+" -cache-files 4 -watch=false")
-	a, err := net.Dial("tcp", p.addr)
+	p := start(t, "sh", "-c", "ulimit -n 40 && exec "+bin+" -listen 127.0.0.1:0 -root "+root+" -cache-files 4 -watch=false")
+	a, err := net.Dial("tcp", p.Addr("http"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +206,7 @@ func TestEMFILE(t *testing.T) {
 		}
 	}()
 	for range 60 {
-		c, err := net.Dial("tcp", p.addr)
+		c, err := net.Dial("tcp", p.Addr("http"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -349,9 +250,9 @@ func TestEMFILE(t *testing.T) {
 		t.Fatalf("still failing 15s after the descriptors were freed")
 	}
 	a.Close()
-	p.stop(t)
-	if !strings.Contains(p.logs.String(), "out of file descriptors") {
-		t.Errorf("no 'out of file descriptors' log line:\n%s", p.logs)
+	p.Stop(t)
+	if !strings.Contains(p.Logs(), "out of file descriptors") {
+		t.Errorf("no 'out of file descriptors' log line:\n%s", p.Logs())
 	}
 }
 
@@ -359,14 +260,14 @@ func TestEMFILE(t *testing.T) {
 // the download finish byte-exact, then exits 0; the admin endpoint says
 // not ready meanwhile.
 func TestDrainOnSIGTERM(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testproc.Build(t, "./cmd/segorigin")
 	root := t.TempDir()
 	const size = 48 << 20
 	if err := synth.WriteFile(filepath.Join(root, "big.mp4"), "big.mp4", size); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, nil, bin, "-listen", "127.0.0.1:0", "-root", root, "-drain-timeout", "20s")
-	c, err := net.Dial("tcp", p.addr)
+	p := start(t, bin, "-listen", "127.0.0.1:0", "-root", root, "-drain-timeout", "20s")
+	c, err := net.Dial("tcp", p.Addr("http"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,13 +284,13 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if _, err := io.ReadFull(resp.Body, body[:1<<20]); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Kill(p.pid, syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(p.PID(), syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	// New connections are refused once the listener is closed.
 	refused := false
 	for range 100 {
-		if nc, err := net.DialTimeout("tcp", p.addr, time.Second); err != nil {
+		if nc, err := net.DialTimeout("tcp", p.Addr("http"), time.Second); err != nil {
 			refused = true
 			break
 		} else {
@@ -407,12 +308,10 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if bad, ok := synth.Verify("big.mp4", 0, body); !ok {
 		t.Fatalf("byte %d differs after the drain", bad)
 	}
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after drain: %v\n%s", err, p.logs)
+	case <-p.Done():
+		if err := p.Err(); err != nil {
+			t.Fatalf("exit after drain: %v\n%s", err, p.Logs())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("no exit after the drain")
@@ -423,7 +322,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 // keep-alive connection opened before the reload, and `segorigin sign`
 // mints a path the server accepts.
 func TestSIGHUPRotatesKeys(t *testing.T) {
-	bin := buildBinary(t)
+	bin := testproc.Build(t, "./cmd/segorigin")
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "vod/t1"), 0o755)
 	os.WriteFile(filepath.Join(root, "vod/t1/master.m3u8"), []byte("#EXTM3U\n"), 0o644)
@@ -433,7 +332,7 @@ func TestSIGHUPRotatesKeys(t *testing.T) {
 	if err := os.WriteFile(keys, []byte("# rotation test\n"+k1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, nil, bin, "-listen", "127.0.0.1:0", "-root", root, "-auth-key-file", keys)
+	p := start(t, bin, "-listen", "127.0.0.1:0", "-root", root, "-auth-key-file", keys)
 	newKeys := filepath.Join(t.TempDir(), "new.txt")
 	os.WriteFile(newKeys, []byte(k2), 0o600)
 	out, err := exec.Command(bin, "sign", "-key-file", newKeys, "-scope", "/vod/t1/", "-ttl", "10m").Output()
@@ -444,7 +343,7 @@ func TestSIGHUPRotatesKeys(t *testing.T) {
 	if !strings.HasPrefix(path, "/t/") {
 		t.Fatalf("sign printed %q, want /t/<token>/vod/t1/", path)
 	}
-	c, err := net.Dial("tcp", p.addr)
+	c, err := net.Dial("tcp", p.Addr("http"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,16 +365,16 @@ func TestSIGHUPRotatesKeys(t *testing.T) {
 	if err := os.WriteFile(keys, []byte(k1+k2), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	syscall.Kill(p.pid, syscall.SIGHUP)
+	syscall.Kill(p.PID(), syscall.SIGHUP)
 	deadline := time.Now().Add(10 * time.Second)
 	for get() != 200 {
 		if time.Now().After(deadline) {
-			t.Fatalf("rotated key not accepted 10s after SIGHUP:\n%s", p.logs)
+			t.Fatalf("rotated key not accepted 10s after SIGHUP:\n%s", p.Logs())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	p.stop(t)
-	if !strings.Contains(p.logs.String(), "SIGHUP: auth settings reloaded") {
-		t.Errorf("no reload log line:\n%s", p.logs)
+	p.Stop(t)
+	if !strings.Contains(p.Logs(), "SIGHUP: auth settings reloaded") {
+		t.Errorf("no reload log line:\n%s", p.Logs())
 	}
 }

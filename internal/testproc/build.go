@@ -1,0 +1,121 @@
+package testproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// buildTimeout bounds one go build.
+const buildTimeout = 5 * time.Minute
+
+// built is one package's build, done once per test binary: the binary is
+// kept open and its directory removed at once, so nothing is left behind
+// when the test binary exits; each Build copies it out.
+type built struct {
+	once sync.Once
+	bin  *os.File
+	size int64
+	err  error
+}
+
+var (
+	buildsMu sync.Mutex // protects builds
+	builds   = map[string]*built{}
+)
+
+// Build compiles the main package pkg of this module ("./cmd/segorigin",
+// relative to the module root, or an import path such as
+// "segorigin/cmd/segorigin") and returns the path of an executable copy in
+// t.TempDir(), named after the package's last element. The go build runs
+// once per pkg per test binary, however many tests call Build. GOFLAGS from
+// the environment apply to it; flags given to go test (-race, -cover) do
+// not, so the command runs as it is deployed.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	buildsMu.Lock()
+	b := builds[pkg]
+	if b == nil {
+		b = &built{}
+		builds[pkg] = b
+	}
+	buildsMu.Unlock()
+	b.once.Do(func() { b.bin, b.size, b.err = goBuild(pkg) })
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	out := filepath.Join(t.TempDir(), path.Base(pkg))
+	f, err := os.OpenFile(out, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.Copy(f, io.NewSectionReader(b.bin, 0, b.size))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatalf("copy the %s binary: %v", pkg, err)
+	}
+	return out
+}
+
+// goBuild builds pkg into a temporary directory, opens the binary and
+// removes the directory.
+func goBuild(pkg string) (*os.File, int64, error) {
+	root, err := moduleRoot()
+	if err != nil {
+		return nil, 0, err
+	}
+	dir, err := os.MkdirTemp("", "testproc-")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, path.Base(pkg))
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, 0, fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+	}
+	f, err := os.Open(bin)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
+// moduleRoot is the directory of the go.mod above the working directory
+// (go test runs each test binary in its package's directory).
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("testproc: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
