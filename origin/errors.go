@@ -103,7 +103,7 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	if s.parseErrLog.allow() {
 		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(), "err", err)
 	}
-	s.setCORS(ctx)
+	s.setCORS(ctx, ctx.Request.Header.Peek("Origin"))
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(strconv.Itoa(code) + " " + fasthttp.StatusMessage(code) + "\n")

@@ -25,7 +25,9 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 // route answers the request and says whether a body stream will send it.
 func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 	s.stats.Requests.Add(1)
-	s.setCORS(ctx)
+	var rh reqHeaders
+	rh.scan(&ctx.Request.Header)
+	s.setCORS(ctx, rh.origin)
 	switch {
 	case ctx.IsGet(), ctx.IsHead():
 	case ctx.IsOptions():
@@ -57,19 +59,18 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 		s.fail(ctx, err)
 		return kindOther, false
 	}
-	return s.serveFile(ctx, name, h)
+	return s.serveFile(ctx, name, h, &rh)
 }
 
 // serveFile answers GET or HEAD for an open file. It owns h: it either hands
 // it to a body stream (released by the stream's Close) or releases it.
-func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handle) (kind, bool) {
+func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handle, rh *reqHeaders) (kind, bool) {
 	v := validators{etag: h.ETag, modTime: h.ModTime.Truncate(time.Second)}
-	now := s.cfg.Now()
 	mt := lookupType(name)
-	switch evaluatePreconditions(&ctx.Request.Header, v) {
+	switch evaluatePreconditions(rh, v) {
 	case notModified:
 		h.Release()
-		s.setValidators(ctx, name, v)
+		s.setValidators(ctx, mt.kind, v)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Status3xx.Add(1)
 		s.stats.Kinds[mt.kind].Add(1)
@@ -87,10 +88,9 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 	// handling is not defined" — and for HEAD it is not: "The Range header
 	// field is evaluated ... only for GET", so HEAD answers as GET without
 	// Range would.
-	if rh := ctx.Request.Header.Peek("Range"); len(rh) > 0 && ctx.IsGet() &&
-		ifRange(ctx.Request.Header.Peek("If-Range"), v, now) {
+	if len(rh.rng) > 0 && ctx.IsGet() && ifRange(rh.ifRange, v, s.cfg.Now()) {
 		var err error
-		spans, err = ranges.ParseInto(spanBuf[:0], string(rh), h.Size, s.cfg.MaxRanges)
+		spans, err = ranges.ParseInto(spanBuf[:0], string(rh.rng), h.Size, s.cfg.MaxRanges)
 		switch {
 		case err == nil:
 		case errors.Is(err, ranges.ErrUnsatisfiable):
@@ -106,10 +106,10 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 		}
 	}
 
-	s.setValidators(ctx, name, v)
+	s.setValidators(ctx, mt.kind, v)
 	s.stats.Kinds[mt.kind].Add(1)
 	hdr := &ctx.Response.Header
-	hdr.Set("Accept-Ranges", "bytes")
+	hdr.SetCanonical(hdrAcceptRanges, valBytes)
 	var mp *ranges.Multipart
 	var total int64
 	switch len(spans) {
@@ -122,7 +122,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 	case 1:
 		total = spans[0].Length
 		hdr.SetContentType(mt.contentType)
-		hdr.Set("Content-Range", spans[0].ContentRange(h.Size))
+		hdr.SetCanonical(hdrContentRange, []byte(spans[0].ContentRange(h.Size)))
 		ctx.SetStatusCode(fasthttp.StatusPartialContent)
 		s.stats.Status2xx.Add(1)
 	default:
@@ -146,23 +146,45 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 
 // setValidators writes the headers a 200, 206 and 304 share: RFC 9110
 // §15.4.5 says a 304 carries the ETag, Cache-Control and Date the 200 would.
-func (s *Server) setValidators(ctx *fasthttp.RequestCtx, name string, v validators) {
+func (s *Server) setValidators(ctx *fasthttp.RequestCtx, k kind, v validators) {
 	hdr := &ctx.Response.Header
-	hdr.Set("ETag", v.etag)
+	hdr.SetCanonical(hdrETag, []byte(v.etag)) // short: converted on the stack
 	hdr.SetLastModified(v.modTime)
-	if cc := s.cacheControl(lookupType(name).kind); cc != "" {
-		hdr.Set("Cache-Control", cc)
+	if cc := s.cacheControl[k]; len(cc) > 0 {
+		hdr.SetCanonical(hdrCacheControl, cc)
 	}
 }
 
-func (s *Server) cacheControl(k kind) string {
-	switch k {
-	case kindPlaylist:
-		return s.cfg.CacheControlPlaylist
-	case kindSegment:
-		return s.cfg.CacheControlSegment
+// Response header names in the form fasthttp's Set would normalise them to
+// ("ETag" becomes "Etag"), for SetCanonical: Set copies and normalises the
+// name on every call, which made up a quarter of the handler's time on a
+// cache hit. The bytes on the wire are the same.
+var (
+	hdrAcceptRanges  = []byte("Accept-Ranges")
+	hdrContentRange  = []byte("Content-Range")
+	hdrETag          = []byte("Etag")
+	hdrCacheControl  = []byte("Cache-Control")
+	hdrAllowOrigin   = []byte("Access-Control-Allow-Origin")
+	hdrExposeHeaders = []byte("Access-Control-Expose-Headers")
+
+	valBytes         = []byte("bytes")
+	valAnyOrigin     = []byte("*")
+	valExposeHeaders = []byte(corsExposeHeaders)
+)
+
+// cacheControlValues is the Cache-Control value by kind (nil: none).
+func cacheControlValues(cfg Config) [3][]byte {
+	var cc [3][]byte
+	for k, v := range [3]string{
+		kindOther:    cfg.CacheControlOther,
+		kindPlaylist: cfg.CacheControlPlaylist,
+		kindSegment:  cfg.CacheControlSegment,
+	} {
+		if v != "" {
+			cc[k] = []byte(v)
+		}
 	}
-	return s.cfg.CacheControlOther
+	return cc
 }
 
 // boundary returns a fresh multipart boundary. Random, so that no file's
@@ -180,7 +202,7 @@ func (s *Server) boundary() string {
 // setCORS adds Access-Control-Allow-Origin (and Expose-Headers) to every
 // response when the request's Origin is allowed: players need it on 206,
 // 304 and errors too, or they cannot even read the status.
-func (s *Server) setCORS(ctx *fasthttp.RequestCtx) {
+func (s *Server) setCORS(ctx *fasthttp.RequestCtx, origin []byte) {
 	if !s.cors.enabled() {
 		return
 	}
@@ -188,10 +210,9 @@ func (s *Server) setCORS(ctx *fasthttp.RequestCtx) {
 	if !s.cors.any {
 		hdr.Add("Vary", "Origin")
 	}
-	origin := ctx.Request.Header.Peek("Origin")
 	if len(origin) == 0 {
 		if s.cors.any {
-			hdr.Set("Access-Control-Allow-Origin", "*")
+			hdr.SetCanonical(hdrAllowOrigin, valAnyOrigin)
 		}
 		return
 	}
@@ -199,8 +220,8 @@ func (s *Server) setCORS(ctx *fasthttp.RequestCtx) {
 	if allow == "" {
 		return
 	}
-	hdr.Set("Access-Control-Allow-Origin", allow)
-	hdr.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+	hdr.SetCanonical(hdrAllowOrigin, []byte(allow))
+	hdr.SetCanonical(hdrExposeHeaders, valExposeHeaders)
 }
 
 // options answers OPTIONS: a CORS preflight when it carries

@@ -44,6 +44,8 @@ type Server struct {
 
 	streamPool sync.Pool // *bodyStream
 
+	cacheControl [3][]byte // Cache-Control value by kind, from cfg
+
 	latency   *prometheus.HistogramVec
 	latencyBy [3]prometheus.Observer // latency's children by kind, resolved once
 	access    accessLog
@@ -63,7 +65,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("origin: root: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, root: root, cors: newCORSPolicy(cfg.CORSOrigins)}
+	s := &Server{cfg: cfg, log: cfg.Logger, root: root, cors: newCORSPolicy(cfg.CORSOrigins), cacheControl: cacheControlValues(cfg)}
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.every, s.emfileLog.now = 10*time.Second, cfg.Now
 	s.parseErrLog.every, s.parseErrLog.now = 10*time.Second, cfg.Now

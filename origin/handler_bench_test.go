@@ -1,0 +1,98 @@
+package origin
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// BenchmarkHandle measures the handler alone, in process: route, cache hit,
+// preconditions, response headers, the body stream's attach and Close (the
+// latency histogram included) and the header's serialisation, without the
+// network or the transport. It is the user-space part of a keep-alive GET
+// that loadtest/compare.sh's CPU per request cannot resolve under noise.
+//
+//	go test -run '^$' -bench BenchmarkHandle -benchmem ./origin
+func BenchmarkHandle(b *testing.B) {
+	root := b.TempDir()
+	for name, size := range map[string]int64{"w4/p00.m3u8": 1 << 10, "w3/part0000.m4s": 64 << 10} {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, make([]byte, size), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Root = root // the default -watch: no revalidation stat, as in production
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	for _, tc := range []struct{ name, path string }{
+		{"W4", "/w4/p00.m3u8"},
+		{"W3", "/w3/part0000.m4s"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var req fasthttp.Request
+			req.SetRequestURI(tc.path)
+			req.Header.SetHost("127.0.0.1:8080")
+			var ctx fasthttp.RequestCtx
+			ctx.Init(&req, nil, nil)
+			var hdr []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				s.handle(&ctx)
+				if ctx.Response.StatusCode() != fasthttp.StatusOK {
+					b.Fatalf("status %d", ctx.Response.StatusCode())
+				}
+				hdr = ctx.Response.Header.AppendBytes(hdr[:0])
+				ctx.Response.CloseBodyStream()
+				ctx.Response.Reset()
+			}
+		})
+	}
+}
+
+// BenchmarkHandleParallel is BenchmarkHandle/W4 on every P at once: what the
+// shared counters, the cache's lock and the histogram cost when two cores
+// serve at the same time.
+func BenchmarkHandleParallel(b *testing.B) {
+	root := b.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "w4"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range []string{"p00.m3u8", "p01.m3u8"} {
+		if err := os.WriteFile(filepath.Join(root, "w4", n), make([]byte, 1<<10), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Root = root
+	s, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var req fasthttp.Request
+		req.SetRequestURI("/w4/p00.m3u8")
+		req.Header.SetHost("127.0.0.1:8080")
+		var ctx fasthttp.RequestCtx
+		ctx.Init(&req, nil, nil)
+		for pb.Next() {
+			s.handle(&ctx)
+			if ctx.Response.StatusCode() != fasthttp.StatusOK {
+				b.Errorf("status %d", ctx.Response.StatusCode())
+				return
+			}
+			ctx.Response.CloseBodyStream()
+			ctx.Response.Reset()
+		}
+	})
+}
