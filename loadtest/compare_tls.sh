@@ -108,46 +108,14 @@ start_segorigin() {
 # start_nginx RUNDIR : nginx as loadtest/lib.sh configures it, listening
 # with TLS on the same certificate; sets LT_ADDR and LT_PID.
 start_nginx() {
-  local run=$1 port user=""
-  mkdir -p "$run/tmp"
-  [ "$(id -u)" = 0 ] && user="user root root;"
+  local run=$1 port
   for _ in 1 2 3 4 5; do
     port=$(lt_free_port) || continue # below the ephemeral range
-    cat >"$run/nginx.conf" <<EOF
-# Written by loadtest/compare_tls.sh for a loopback comparison; not for production.
-$user
-worker_processes ${LT_NGINX_WORKERS:-auto};
-worker_rlimit_nofile 65536;
-daemon off;
-pid $run/nginx.pid;
-error_log $run/error.log warn;
-events { worker_connections 16384; }
-http {
-    access_log off;
-    sendfile on;
-    tcp_nopush on;
-    open_file_cache max=10000 inactive=60s;
-    open_file_cache_valid 60s;
-    keepalive_requests 10000000;
-    keepalive_timeout 75s;
-    client_body_temp_path $run/tmp/body;
-    proxy_temp_path $run/tmp/proxy;
-    fastcgi_temp_path $run/tmp/fastcgi;
-    uwsgi_temp_path $run/tmp/uwsgi;
-    scgi_temp_path $run/tmp/scgi;
-    types { video/iso.segment m4s; video/mp4 mp4; }
-    default_type application/octet-stream;
-    ssl_certificate $CERT;
+    LT_NGINX_LISTEN_OPTS=ssl LT_NGINX_HTTP_EXTRA="    ssl_certificate $CERT;
     ssl_certificate_key $KEY;
     ssl_protocols TLSv1.2 TLSv1.3;
     ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305;
-    ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;
-    server {
-        listen 127.0.0.1:$port ssl;
-        root $DIR;
-    }
-}
-EOF
+    ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;" lt_nginx_conf "$run" "$DIR" "$port"
     : >"$run/error.log"
     "$(lt_nginx_bin)" -p "$run" -c "$run/nginx.conf" -e "$run/error.log" &
     LT_PID=$!

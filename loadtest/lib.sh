@@ -130,7 +130,9 @@ lt_wait_port() {
 }
 
 # lt_nginx_conf WORKDIR ROOT PORT : writes WORKDIR/nginx.conf. Workers:
-# LT_NGINX_WORKERS, else auto (one per core).
+# LT_NGINX_WORKERS, else auto (one per core). LT_NGINX_HTTP_EXTRA adds
+# directives to the http block and LT_NGINX_LISTEN_OPTS to the listen line
+# (compare_tls.sh: the ssl_* directives and "ssl").
 lt_nginx_conf() {
   local work=$1 root=$2 port=$3 user=""
   mkdir -p "$work/tmp"
@@ -173,9 +175,9 @@ http {
         video/mp4 mp4;
     }
     default_type application/octet-stream;
-
+${LT_NGINX_HTTP_EXTRA:-}
     server {
-        listen 127.0.0.1:$port;
+        listen 127.0.0.1:$port ${LT_NGINX_LISTEN_OPTS:-};
         root $root;
     }
 }
