@@ -104,9 +104,6 @@ func churnPath(root string, i int) string {
 
 func writeSynthFile(t *testing.T, path string, size int64) {
 	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	if err := synth.WriteFile(path, filepath.Base(path), size); err != nil {
 		t.Fatal(err)
 	}

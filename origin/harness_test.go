@@ -114,9 +114,6 @@ func (w testLogWriter) Write(p []byte) (int, error) {
 func writeSynth(t *testing.T, root, rel string, size int64) string {
 	t.Helper()
 	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	if err := synth.WriteFile(p, filepath.Base(p), size); err != nil {
 		t.Fatal(err)
 	}

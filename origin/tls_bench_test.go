@@ -75,9 +75,6 @@ func BenchmarkHTTPS(b *testing.B) {
 
 func writeBenchFile(b *testing.B, root, rel string, size int64) {
 	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		b.Fatal(err)
-	}
 	if err := synth.WriteFile(p, filepath.Base(p), size); err != nil {
 		b.Fatal(err)
 	}

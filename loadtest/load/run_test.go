@@ -23,9 +23,6 @@ func smallSet(t *testing.T) string {
 	dir := t.TempDir()
 	write := func(rel string, size int64) {
 		p := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
 		if err := synth.WriteFile(p, filepath.Base(p), size); err != nil {
 			t.Fatal(err)
 		}
