@@ -165,7 +165,6 @@ func (o *origin) start(t *testing.T) {
 	args := append([]string{"netns", "exec", o.ns, o.bin,
 		"-listen", o.addr, "-root", o.root, "-drain-timeout", "2s"}, o.args...)
 	cmd := exec.Command("ip", args...)
-	cmd.Env = testproc.EnvWithout("SEGORIGIN_") // SEGORIGIN_* would override the flags
 	owner := o.owner
 	if owner == nil {
 		owner = t

@@ -146,7 +146,7 @@ func run(t *testing.T, timeout time.Duration, env []string, name string, args ..
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = repoRoot(t)
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = append(testproc.EnvWithout("SEGORIGIN_"), env...) // only the SEGORIGIN_* it is given
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

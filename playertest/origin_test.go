@@ -75,7 +75,6 @@ func startServer(t *testing.T, o serverOptions) *server {
 		args = append(args, "-tls-listen", "127.0.0.1:0", "-tls-dev")
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Env = testproc.EnvWithout("SEGORIGIN_") // SEGORIGIN_* would override the flags
 	p := testproc.Start(t, cmd, testproc.Name(fmt.Sprintf("segorigin %v", args)), testproc.Timeout(10*time.Second))
 	t.Cleanup(func() {
 		if !p.Terminate(5 * time.Second) {

@@ -21,6 +21,11 @@ func TestHelperServer(t *testing.T) {
 	term := make(chan os.Signal, 1)
 	signal.Notify(term, syscall.SIGTERM)
 	pid := os.Getpid()
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "SEGORIGIN_") {
+			fmt.Fprintf(os.Stderr, "env %s\n", kv)
+		}
+	}
 	fmt.Fprintf(os.Stderr, "time=x level=INFO msg=listening proto=http addr=127.0.0.1:1 root=/r pid=%d\n", pid)
 	time.Sleep(100 * time.Millisecond)
 	fmt.Fprintf(os.Stderr, "time=x level=INFO msg=listening proto=admin addr=127.0.0.1:2 pid=%d\n", pid)
@@ -49,6 +54,26 @@ func TestStartStop(t *testing.T) {
 	p.Stop(t)
 	if !strings.HasSuffix(p.Logs(), "msg=stopped\n") {
 		t.Errorf("the unended last line is not in the log:\n%s", p.Logs())
+	}
+}
+
+// TestEnvDefault: a cmd without Env runs without this process's
+// SEGORIGIN_* variables; one with Env keeps exactly what it was given.
+func TestEnvDefault(t *testing.T) {
+	t.Setenv("SEGORIGIN_MAX_RANGES", "3")
+	t.Setenv("TESTPROC_HELPER", "1")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperServer$")
+	p := Start(t, cmd)
+	p.Stop(t)
+	if strings.Contains(p.Logs(), "env SEGORIGIN_") {
+		t.Errorf("a cmd with nil Env saw SEGORIGIN_* variables:\n%s", p.Logs())
+	}
+	cmd = helper(os.Args[0], "-test.run=^TestHelperServer$")
+	cmd.Env = append(cmd.Env, "SEGORIGIN_ROOT=/given")
+	p = Start(t, cmd)
+	p.Stop(t)
+	if logs := p.Logs(); !strings.Contains(logs, "env SEGORIGIN_ROOT=/given\n") {
+		t.Errorf("a cmd with Env lost the SEGORIGIN_ROOT it was given:\n%s", logs)
 	}
 }
 
