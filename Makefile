@@ -26,6 +26,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseKeyFile$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSegment$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
 	$(GO) test -run='^$$' -fuzz='^FuzzCleanPath$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
+	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/percent
 
 build:
 	$(GO) build -o bin/segorigin ./cmd/segorigin

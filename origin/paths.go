@@ -2,6 +2,7 @@ package origin
 
 import (
 	"errors"
+	"segorigin/internal/percent"
 	"strings"
 )
 
@@ -77,38 +78,17 @@ func lastSlash(b []byte) int {
 // two hex digits, and any decoded byte below 0x20 or 0x7f (NUL above all), is
 // an error: such a path can only be an attack or a broken client.
 func percentDecode(dst, raw []byte) ([]byte, error) {
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c == '%' {
-			if i+2 >= len(raw) {
-				return dst, errBadPath
-			}
-			hi, ok1 := unhex(raw[i+1])
-			lo, ok2 := unhex(raw[i+2])
-			if !ok1 || !ok2 {
-				return dst, errBadPath
-			}
-			c = hi<<4 | lo
-			i += 2
-		}
+	n := len(dst)
+	dst, ok := percent.Decode(dst, raw)
+	if !ok {
+		return dst, errBadPath
+	}
+	for _, c := range dst[n:] {
 		if c < 0x20 || c == 0x7f {
 			return dst, errBadPath
 		}
-		dst = append(dst, c)
 	}
 	return dst, nil
-}
-
-func unhex(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }
 
 // extOf returns the lower-case extension of name without the dot.

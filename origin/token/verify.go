@@ -7,6 +7,7 @@ import (
 	"errors"
 	"hash"
 	"net/netip"
+	"segorigin/internal/percent"
 	"sync"
 	"time"
 )
@@ -79,18 +80,19 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 // time (ErrExpired, ErrNotYetValid), the address (ErrIP) and the ACL
 // (ErrScope). A valid token costs no allocation.
 func (v *Verifier) Verify(tok, cleanPath, clientIP string, now time.Time) error {
-	if len(tok) > MaxTokenLen {
-		return errTooLong
-	}
-	s := v.scratch.Get().(*scratch)
-	defer v.scratch.Put(s)
-	n := copy(s.buf[:MaxTokenLen], tok)
-	return v.verify(s, s.buf[:n], cleanPath, clientIP, now)
+	return verifyCopy(v, tok, cleanPath, clientIP, now)
 }
 
 // VerifyBytes is Verify for a token held in a byte slice (a query
 // argument, cookie or header value); tok is only read.
 func (v *Verifier) VerifyBytes(tok []byte, cleanPath, clientIP string, now time.Time) error {
+	return verifyCopy(v, tok, cleanPath, clientIP, now)
+}
+
+// verifyCopy is Verify and VerifyBytes: tok is copied into pooled scratch,
+// since viewing a string as []byte would need a converting allocation, so
+// neither form allocates and the caller's bytes are only read.
+func verifyCopy[T string | []byte](v *Verifier, tok T, cleanPath, clientIP string, now time.Time) error {
 	if len(tok) > MaxTokenLen {
 		return errTooLong
 	}
@@ -345,7 +347,7 @@ func sameIP(tokIP []byte, clientIP string) bool {
 		return false
 	}
 	var buf [64]byte
-	unescaped, ok := percentDecode(buf[:0], tokIP)
+	unescaped, ok := percent.Decode(buf[:0], tokIP)
 	if !ok {
 		return false
 	}
@@ -354,32 +356,4 @@ func sameIP(tokIP []byte, clientIP string) bool {
 		return false
 	}
 	return want.Zone() == "" && client.WithZone("").Unmap() == want.Unmap()
-}
-
-// percentDecode appends the percent-decoding of src to dst.
-func percentDecode(dst, src []byte) ([]byte, bool) {
-	for i := 0; i < len(src); i++ {
-		if src[i] != '%' {
-			dst = append(dst, src[i])
-			continue
-		}
-		if i+2 >= len(src) {
-			return nil, false
-		}
-		hi, ok1 := anyHexVal(src[i+1])
-		lo, ok2 := anyHexVal(src[i+2])
-		if !ok1 || !ok2 {
-			return nil, false
-		}
-		dst = append(dst, hi<<4|lo)
-		i += 2
-	}
-	return dst, true
-}
-
-func anyHexVal(c byte) (byte, bool) {
-	if 'A' <= c && c <= 'F' {
-		c += 'a' - 'A'
-	}
-	return lowerHexVal(c)
 }
