@@ -102,7 +102,7 @@ func newAuthorizer(cfg AuthConfig, stats *AuthStats, now func() time.Time) (*aut
 		return nil, err
 	}
 	for i := range a.logs {
-		a.logs[i].every, a.logs[i].now = time.Second, now
+		a.logs[i].Every, a.logs[i].Now = time.Second, now
 	}
 	return a, nil
 }
@@ -225,7 +225,7 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 		}
 	}
 	r := reason(err)
-	if l := &a.logs[reasonIndex(r)]; l.allow() {
+	if l := &a.logs[reasonIndex(r)]; l.Allow() {
 		s.log.Info("request refused", "status", code, "reason", r, "path", "/"+file,
 			"client", ctx.RemoteIP().String())
 	}

@@ -149,7 +149,7 @@ func (c *Config) validate() error {
 	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.MaxRequestsPerConn < 0 {
 		errs = append(errs, errors.New("max-conns, max-conns-per-ip, max-requests-per-conn: want >= 0"))
 	}
-	if err := c.TLS.validate(); err != nil {
+	if err := c.TLS.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Logger == nil {

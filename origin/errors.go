@@ -5,13 +5,12 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
+	"segorigin/internal/ratelog"
 	"segorigin/ranges"
 )
 
@@ -63,7 +62,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	case code == fasthttp.StatusServiceUnavailable:
 		ctx.Response.Header.Set("Retry-After", "1")
 		s.stats.Status5xx.Add(1)
-		if s.emfileLog.allow() {
+		if s.emfileLog.Allow() {
 			s.log.Error("out of file descriptors: shedding the file cache, answering 503",
 				"path", string(ctx.Path()), "err", err)
 		}
@@ -100,7 +99,7 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		code = fasthttp.StatusRequestTimeout
 	}
 	s.stats.BadRequests.Add(1)
-	if s.parseErrLog.allow() {
+	if s.parseErrLog.Allow() {
 		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(), "err", err)
 	}
 	s.setCORS(ctx, ctx.Request.Header.Peek("Origin"))
@@ -111,17 +110,4 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 
 // rateLimitedLog lets one log line through per interval, so a flood of the
 // same failure cannot flood the log.
-type rateLimitedLog struct {
-	every time.Duration
-	now   func() time.Time
-	last  atomic.Int64 // unix nanos of the last line let through
-}
-
-func (r *rateLimitedLog) allow() bool {
-	now := r.now().UnixNano()
-	last := r.last.Load()
-	if now-last < int64(r.every) {
-		return false
-	}
-	return r.last.CompareAndSwap(last, now)
-}
+type rateLimitedLog = ratelog.Limiter

@@ -19,6 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
+	"segorigin/origin/conn"
 	"segorigin/watcher"
 )
 
@@ -33,14 +34,14 @@ type Server struct {
 	http  *fasthttp.Server
 	cors  corsPolicy
 	auth  atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
-	tls   *tlsState                  // nil without a TLS certificate
+	gate  *conn.Gate                 // connection limits of every listener
+	tls   *conn.TLS                  // nil without a TLS certificate
 	stats Stats
 
 	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
 
 	emfileLog   rateLimitedLog // "out of file descriptors", once per interval
 	parseErrLog rateLimitedLog // unparseable requests, once per interval
-	limitLog    rateLimitedLog // connection limits hit, once per interval
 
 	streamPool sync.Pool // *bodyStream
 
@@ -67,9 +68,8 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, root: root, cors: newCORSPolicy(cfg.CORSOrigins), cacheControl: cacheControlValues(cfg)}
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
-	s.emfileLog.every, s.emfileLog.now = 10*time.Second, cfg.Now
-	s.parseErrLog.every, s.parseErrLog.now = 10*time.Second, cfg.Now
-	s.limitLog.every, s.limitLog.now = 10*time.Second, cfg.Now
+	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
+	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
 	s.streamPool.New = func() any { return new(bodyStream) }
 	s.latency = newLatency()
 	for k := range s.latencyBy {
@@ -79,6 +79,18 @@ func New(cfg Config) (*Server, error) {
 		s.access.l, s.access.sample = cfg.AccessLog, uint64(max(cfg.AccessLogSample, 1))
 	}
 
+	// The gate's hook reaches s.cache only at accept, after New.
+	if s.gate, err = conn.NewGate(conn.GateConfig{
+		MaxConns:      cfg.MaxConns,
+		MaxConnsPerIP: cfg.MaxConnsPerIP,
+		OnFDPressure:  s.onFDPressure,
+		Logger:        s.log,
+		Stats:         &s.stats.ListenerStats,
+		Now:           cfg.Now,
+	}); err != nil {
+		root.Close()
+		return nil, fmt.Errorf("origin: listener: %w", err)
+	}
 	if cfg.Auth.enabled() {
 		a, err := newAuthorizer(cfg.Auth, &s.stats.Auth, cfg.Now)
 		if err != nil {
@@ -87,8 +99,15 @@ func New(cfg Config) (*Server, error) {
 		}
 		s.auth.Store(a)
 	}
-	if cfg.TLS.enabled() {
-		if s.tls, err = newTLSState(cfg.TLS, s.log, &s.stats.TLS, cfg.Now); err != nil {
+	if cfg.TLS.Enabled() {
+		s.tls, err = conn.NewTLS(conn.TLSParams{
+			Config:           cfg.TLS,
+			HandshakeTimeout: cfg.ReadTimeout,
+			Logger:           s.log,
+			Stats:            &s.stats.TLS,
+			Now:              cfg.Now,
+		})
+		if err != nil {
 			root.Close()
 			return nil, fmt.Errorf("origin: tls: %w", err)
 		}
@@ -215,8 +234,8 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 			}
 		})
 	}
-	if s.tls != nil && s.tls.cfg.CertFile != "" && s.tls.cfg.ReloadEvery > 0 {
-		wg.Go(func() { s.tls.certs.poll(watchCtx, s.tls.cfg.ReloadEvery) })
+	if s.tls != nil {
+		wg.Go(func() { s.tls.PollCertificates(watchCtx) })
 	}
 	for i, ln := range listeners {
 		wl := wrapped[i]
@@ -252,6 +271,15 @@ func (s *Server) Stats() *Stats { return &s.stats }
 // CacheStats returns a snapshot of the file cache's counters.
 func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }
 
+// onFDPressure is the gate's hook when accept runs out of descriptors:
+// shed the file cache's idle ones and log, once per interval.
+func (s *Server) onFDPressure(err error) {
+	s.cache.Shed()
+	if s.emfileLog.Allow() {
+		s.log.Error("out of file descriptors: accept failed; shedding the file cache and retrying", "err", err)
+	}
+}
+
 // fasthttpLogger routes fasthttp's own messages into slog.
 type fasthttpLogger struct{ l *slog.Logger }
 
@@ -263,16 +291,16 @@ func (f fasthttpLogger) Printf(format string, args ...any) {
 // can use: sendfile on plain TCP, kTLS (with the ciphers the kernel took,
 // or the reason it is off), and the userspace copy.
 func (s *Server) BodyPaths() []any {
-	sendfile := sendfileAvailable && !s.cfg.DisableSendfile
+	sendfile := conn.SendfileAvailable && !s.cfg.DisableSendfile
 	if s.tls == nil {
 		return []any{"sendfile", sendfile, "ktls", false, "ktls_reason", "no TLS listener", "copy", true}
 	}
-	on, reason := s.tls.status()
+	on, reason := s.tls.KTLSStatus()
 	if !on {
 		return []any{"sendfile", sendfile, "ktls", false, "ktls_reason", reason, "copy", true}
 	}
 	var ciphers []string
-	for _, c := range s.tls.probe.ciphers {
+	for _, c := range s.tls.KTLSCiphers() {
 		ciphers = append(ciphers, c.String())
 	}
 	return []any{"sendfile", sendfile, "ktls", true, "ktls_ciphers", strings.Join(ciphers, ","), "copy", true}

@@ -1,6 +1,10 @@
 package origin
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"segorigin/origin/conn"
+)
 
 // Stats are the server's counters. They are plain atomics, read by tests
 // and by the metrics exporter; nothing global.
@@ -14,10 +18,11 @@ type Stats struct {
 	HeaderTooLarge atomic.Int64    // of those, 431 answers
 	Multipart      atomic.Int64    // multipart/byteranges answers
 	RangesIgnored  atomic.Int64    // Range headers ignored as invalid or over the cap
-	ConnsOpen      atomic.Int64    // TCP connections open now (HTTP and HTTPS)
-	ConnsRefused   atomic.Int64    // connections closed at accept: over max-conns or max-conns-per-ip
-	AcceptEMFILE   atomic.Int64    // accepts that failed for lack of descriptors (retried)
 	Kinds          [3]atomic.Int64 // file responses (200, 206, 304) by kind: other, playlist, segment
+
+	// ConnsOpen, ConnsRefused, AcceptEMFILE: counted by the listeners'
+	// gate (origin/conn).
+	conn.ListenerStats
 
 	Transport TransportStats
 	Auth      AuthStats

@@ -8,21 +8,13 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
+	"segorigin/origin/conn"
 	"segorigin/ranges"
 )
 
-const (
-	// copyBufSize is the userspace copy path's buffer: large enough to
-	// amortise the pread+write pair on plain TCP.
-	copyBufSize = 64 << 10
-	// tlsRecordSize is one full TLS record of plaintext: the copy path
-	// writes that much per Write on TLS so each write is one record.
-	tlsRecordSize = 16 << 10
-)
-
-// errTruncated reports a file that ended before the span announced in
-// Content-Length: it shrank while being sent. The connection must close.
-var errTruncated = errors.New("origin: file shrank while being sent")
+// copyBufSize is the userspace copy path's buffer: large enough to
+// amortise the pread+write pair on plain TCP.
+const copyBufSize = 64 << 10
 
 // bodyStream is a response body: spans of one open file, alone or framed as
 // multipart/byteranges. fasthttp writes the status line and headers, flushes
@@ -68,8 +60,8 @@ func (s *Server) attachBody(ctx *fasthttp.RequestCtx, k kind, h *cache.Handle, s
 	bs.spans = append(bs.spans[:0], spans...)
 	bs.rpart, bs.rin, bs.rtail = 0, 0, 0
 	ctx.Response.ImmediateHeaderFlush = true
-	if !s.cfg.DisableSendfile {
-		corkHeader(corkTarget(bs.conn))
+	if tc := conn.Socket(bs.conn); tc != nil && !s.cfg.DisableSendfile {
+		tc.CorkHeader()
 	}
 	ctx.Response.SetBodyStream(bs, int(total))
 }
@@ -84,10 +76,10 @@ func (b *bodyStream) WriteTo(io.Writer) (int64, error) {
 	var w bodyWriter = &b.cp
 	b.cp.reset(b.srv, b.conn)
 	b.ktls = false
-	if c, ok := b.conn.(*tcpConn); ok && !b.srv.cfg.DisableSendfile {
+	if c, ok := b.conn.(*conn.TCP); ok && sendfileOn(b.srv) {
 		b.sf.reset(b.srv, c, &b.cp)
 		w = &b.sf
-	} else if c := kernelTLS(b.conn); c != nil && !b.srv.cfg.DisableSendfile {
+	} else if c := conn.KernelTLS(b.conn); c != nil && sendfileOn(b.srv) {
 		// HTTPS whose records the kernel seals: plaintext framing and
 		// sendfile spans on the socket, as on plain TCP.
 		b.sf.reset(b.srv, c, &b.cp)
@@ -155,7 +147,7 @@ func (b *bodyStream) account(n int64, err error) {
 	t.CopyBytes.Add(cpBytes)
 	switch {
 	case err == nil:
-	case errors.Is(err, errTruncated):
+	case errors.Is(err, conn.ErrTruncated):
 		t.Truncated.Add(1)
 		b.srv.log.Warn("file shrank while being sent: closing the connection",
 			"sent", n, "want", b.total, "size_at_open", b.h.Size)
@@ -167,7 +159,9 @@ func (b *bodyStream) account(n int64, err error) {
 // Close releases the file and returns the stream to its pool. fasthttp calls
 // it exactly once per response, whether or not the body was sent.
 func (b *bodyStream) Close() error {
-	uncorkHeader(corkTarget(b.conn))
+	if tc := conn.Socket(b.conn); tc != nil {
+		tc.UncorkHeader()
+	}
 	b.h.Release()
 	s := b.srv
 	s.finish(b.ctx, b.kind, b.sent, b.via)
@@ -195,29 +189,58 @@ func (w *copyWriter) framing(p []byte, _ bool) (int64, error) {
 func (w *copyWriter) span(h *cache.Handle, sp ranges.Span) (int64, error) {
 	bp := w.srv.bufPool.Get().(*[]byte)
 	defer w.srv.bufPool.Put(bp)
-	buf := *bp
-	if _, isTCP := w.conn.(*tcpConn); !isTCP {
-		buf = buf[:tlsRecordSize]
+	return conn.CopySpan(w.conn, h.File, sp.Start, sp.Length, *bp)
+}
+
+// sendfileOn: the sendfile writer may serve (Linux, not -disable-sendfile).
+func sendfileOn(s *Server) bool { return conn.SendfileAvailable && !s.cfg.DisableSendfile }
+
+// sendfileWriter is the plain TCP (and kTLS) body path: part framing with
+// MSG_MORE, file spans with sendfile(2). If the file system refuses
+// sendfile, the span (and the rest of the body) goes through the copy path
+// instead.
+type sendfileWriter struct {
+	c        *conn.TCP
+	fallback *copyWriter
+	srv      *Server
+	used     bool  // at least one span went through sendfile
+	refused  bool  // sendfile refused: copy from here on
+	sent     int64 // bytes sent by this path (framing included)
+}
+
+func (w *sendfileWriter) reset(s *Server, c *conn.TCP, fb *copyWriter) {
+	*w = sendfileWriter{c: c, fallback: fb, srv: s}
+}
+
+func (w *sendfileWriter) framing(p []byte, more bool) (int64, error) {
+	if w.refused {
+		return w.fallback.framing(p, more)
 	}
-	var sent int64
-	for sent < sp.Length {
-		chunk := buf[:min(int64(len(buf)), sp.Length-sent)]
-		r, rerr := h.File.ReadAt(chunk, sp.Start+sent)
-		if r > 0 {
-			k, err := w.conn.Write(chunk[:r])
-			sent += int64(k)
-			if err != nil {
-				return sent, err
-			}
-		}
-		if rerr != nil {
-			if errors.Is(rerr, io.EOF) {
-				return sent, errTruncated
-			}
-			return sent, rerr
-		}
+	var n int
+	var err error
+	if more {
+		var n64 int64
+		n64, err = w.c.WriteMore(p)
+		n = int(n64)
+	} else {
+		n, err = w.c.TCPConn.Write(p)
 	}
-	return sent, nil
+	w.sent += int64(n)
+	return int64(n), err
+}
+
+func (w *sendfileWriter) span(h *cache.Handle, sp ranges.Span) (int64, error) {
+	if !w.refused {
+		n, err := w.c.Sendfile(h.Fd(), sp.Start, sp.Length)
+		w.sent += n
+		if !errors.Is(err, conn.ErrSendfileUnsupported) {
+			w.used = true
+			return n, err
+		}
+		w.refused = true
+		w.srv.stats.Transport.SendfileFallbacks.Add(1)
+	}
+	return w.fallback.span(h, sp)
 }
 
 // Read produces the same bytes WriteTo sends, for callers that read.
@@ -230,7 +253,7 @@ func (b *bodyStream) Read(p []byte) (int, error) {
 		n, err := b.h.File.ReadAt(p[:min(int64(len(p)), sp.Length-b.rin)], sp.Start+b.rin)
 		b.rin += int64(n)
 		if errors.Is(err, io.EOF) && b.rin < sp.Length {
-			return n, errTruncated
+			return n, conn.ErrTruncated
 		}
 		return n, nil
 	}
@@ -255,7 +278,7 @@ func (b *bodyStream) Read(p []byte) (int, error) {
 	if b.rin-int64(len(hd)) == sp.Length {
 		b.rpart, b.rin = b.rpart+1, 0
 	} else if errors.Is(err, io.EOF) {
-		return n, errTruncated
+		return n, conn.ErrTruncated
 	}
 	return n, nil
 }

@@ -1,4 +1,4 @@
-package origin
+package conn
 
 import (
 	"testing"

@@ -1,5 +1,5 @@
 //go:build !race
 
-package origin
+package conn_test
 
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package origin
+package conn_test
 
 import (
 	"crypto/tls"
@@ -11,141 +11,63 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"segorigin/origin/conn"
+	"segorigin/origin/conn/conntest"
 	"segorigin/origin/ktls"
-	"segorigin/ranges"
 )
 
-// KTLSEmulator stands in for the kernel's TLS_TX in tests, on a kernel
-// without kTLS: it takes exactly the crypto_info bytes setsockopt would
-// get, parses them back, and seals what the connection writes into records
-// in user space (ktls.Sealer builds nonces and sequence numbers as the
-// kernel does). A stock TLS client that reads those records proves the key,
-// IV, salt and sequence number handed over are right.
-type KTLSEmulator struct {
-	mu    sync.Mutex // protects infos
-	infos []ktls.Info
-
-	// SeqShift is added to the handed-over sequence number (negative
-	// tests: an off-by-one must fail with bad record MAC).
-	SeqShift uint64
-	Records  atomic.Int64 // records sealed
-}
-
-// EmulateKTLS makes s hand connections to an emulator instead of the
-// kernel. Call it before Run, on a server with TLS (any KTLS mode but off
-// attempts the hand-over only if the probe succeeded; use KTLSAlways).
-func EmulateKTLS(s *Server) *KTLSEmulator {
-	e := &KTLSEmulator{}
-	s.tls.offload = e.offload
-	return e
-}
-
-// Infos returns what every hand-over passed to the "kernel".
-func (e *KTLSEmulator) Infos() []ktls.Info {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]ktls.Info(nil), e.infos...)
-}
-
-func (e *KTLSEmulator) offload(c *tcpConn, info []byte) (offloadedTX, bool, error) {
-	in, err := ktls.ParseInfo(info)
-	if err != nil {
-		return nil, false, err
-	}
-	e.mu.Lock()
-	e.infos = append(e.infos, in)
-	e.mu.Unlock()
-	in.Seq += e.SeqShift
-	s, err := ktls.NewSealer(in)
-	if err != nil {
-		return nil, false, err
-	}
-	return &emulatedTX{c: c, s: s, e: e}, false, nil
-}
-
-// emulatedTX is one connection's emulated kTLS transmit side.
-type emulatedTX struct {
-	mu  sync.Mutex // protects s and buf (Close may race a Write)
-	c   *tcpConn
-	s   *ktls.Sealer
-	e   *KTLSEmulator
-	buf []byte
-}
-
-func (x *emulatedTX) Write(p []byte) (int, error) {
-	return x.seal(ktls.RecordApplicationData, p)
-}
-
-func (x *emulatedTX) closeNotify() error {
-	_, err := x.seal(ktls.RecordAlert, closeNotifyAlert)
-	return err
-}
-
-var closeNotifyAlert = []byte{1, 0}
-
-// seal cuts p into records of at most 16 KiB, as the kernel does, and
-// writes them through the TCP connection (MSG_MORE marks apply).
-func (x *emulatedTX) seal(typ uint8, p []byte) (int, error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.buf = x.buf[:0]
-	for rest := p; len(rest) > 0; {
-		n := min(len(rest), ktls.MaxPlaintext)
-		var err error
-		if x.buf, err = x.s.Seal(x.buf, typ, rest[:n]); err != nil {
-			return 0, err
-		}
-		x.e.Records.Add(1)
-		rest = rest[n:]
-	}
-	if _, err := x.c.Write(x.buf); err != nil {
-		return 0, err
-	}
-	return len(p), nil
-}
-
-// newKTLSTestServer is a server with a development certificate whose
-// connections always try the hand-over, and a client configuration that
-// trusts it. Tests drive connections by hand (acceptTLS); Run is not
-// called.
-func newKTLSTestServer(t *testing.T) (*Server, *tls.Config) {
+// newKTLSTest is an HTTPS side with a development certificate whose
+// connections always try the hand-over (mode KTLSAlways unless given),
+// and a client configuration that trusts it. Tests drive connections by
+// hand (acceptTLS); no server runs.
+func newKTLSTest(t *testing.T, mode ...conn.KTLSMode) (*conn.TLS, *tls.Config) {
 	t.Helper()
-	cfg := DefaultConfig()
-	cfg.Root = t.TempDir()
-	cfg.Watch = false
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.TLS = TLSConfig{Dev: true, KTLS: KTLSAlways}
-	s, err := New(cfg)
+	m := conn.KTLSAlways
+	if len(mode) > 0 {
+		m = mode[0]
+	}
+	s, err := conn.NewTLS(conn.TLSParams{
+		Config: conn.TLSConfig{Dev: true, KTLS: m},
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Close() })
 	pool := x509.NewCertPool()
-	pool.AddCert(s.tls.certs.cur.Load().Leaf)
+	pool.AddCert(conn.Leaf(s))
 	return s, &tls.Config{RootCAs: pool, ServerName: "localhost"}
 }
 
+// tlsConn is what the HTTPS listener yields.
+type tlsConn interface {
+	net.Conn
+	Handshake() error
+}
+
 // acceptTLS listens on loopback, runs dial in a goroutine, and returns the
-// server side of the one connection as the server's listener would.
-func acceptTLS(t *testing.T, s *Server, dial func(addr string)) *tlsConn {
+// server side of the one connection as a server's HTTPS listener yields
+// it (a gate's listener under s).
+func acceptTLS(t *testing.T, s *conn.TLS, dial func(addr string)) tlsConn {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	wl := s.wrapListener(ln)
+	gate, err := conn.NewGate(conn.GateConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wl := s.Wrap(gate.Wrap(ln))
 	t.Cleanup(func() { wl.Close() })
 	go dial(ln.Addr().String())
 	c, err := wl.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc := s.newTLSConn(c)
+	tc := c.(tlsConn)
 	t.Cleanup(func() { tc.Close() })
 	tc.SetDeadline(time.Now().Add(10 * time.Second))
 	return tc
@@ -182,13 +104,13 @@ type clientResult struct {
 // handOverAndSend runs the handshake (which hands over to the emulator),
 // writes msg as application data and closes with close_notify, all
 // through the emulated kernel.
-func handOverAndSend(t *testing.T, tc *tlsConn, msg string) {
+func handOverAndSend(t *testing.T, s *conn.TLS, tc tlsConn, msg string) {
 	t.Helper()
 	if err := tc.Handshake(); err != nil {
 		t.Fatalf("Handshake: %v", err)
 	}
-	if tc.off.Load() == nil {
-		t.Fatalf("no hand-over after the handshake (stats %+v)", tc.srv.stats.TLS.KTLSUnsupported.Load())
+	if !conn.HandedOver(tc) {
+		t.Fatalf("no hand-over after the handshake (stats %+v)", s.Stats().KTLSUnsupported.Load())
 	}
 	if _, err := tc.Write([]byte(msg)); err != nil {
 		t.Fatalf("Write: %v", err)
@@ -222,12 +144,12 @@ var derivationCases = []struct {
 func TestKTLSDerivation(t *testing.T) {
 	for _, tt := range derivationCases {
 		t.Run(tt.name, func(t *testing.T) {
-			s, ccfg := newKTLSTestServer(t)
-			emu := EmulateKTLS(s)
+			s, ccfg := newKTLSTest(t)
+			emu := conntest.EmulateKTLS(s)
 			dial, res := goClient(ccfg, tt.version, tt.suite)
 			tc := acceptTLS(t, s, dial)
 			const msg = "segment bytes sealed as the kernel would"
-			handOverAndSend(t, tc, msg)
+			handOverAndSend(t, s, tc, msg)
 			r := <-res
 			if r.err != nil || string(r.data) != msg {
 				t.Fatalf("client read %q, %v; want %q and a clean close_notify", r.data, r.err, msg)
@@ -242,7 +164,7 @@ func TestKTLSDerivation(t *testing.T) {
 			if n := emu.Records.Load(); n != 2 {
 				t.Errorf("emulator sealed %d records, want 2 (data, close_notify)", n)
 			}
-			if got := s.stats.TLS.KTLSOffloaded.Load(); got != 1 {
+			if got := s.Stats().KTLSOffloaded.Load(); got != 1 {
 				t.Errorf("KTLSOffloaded = %d, want 1", got)
 			}
 		})
@@ -255,12 +177,12 @@ func TestKTLSDerivation(t *testing.T) {
 func TestKTLSDerivationOffByOne(t *testing.T) {
 	for _, tt := range derivationCases {
 		t.Run(tt.name, func(t *testing.T) {
-			s, ccfg := newKTLSTestServer(t)
-			emu := EmulateKTLS(s)
+			s, ccfg := newKTLSTest(t)
+			emu := conntest.EmulateKTLS(s)
 			emu.SeqShift = 1
 			dial, res := goClient(ccfg, tt.version, tt.suite)
 			tc := acceptTLS(t, s, dial)
-			handOverAndSend(t, tc, "never readable")
+			handOverAndSend(t, s, tc, "never readable")
 			r := <-res
 			if r.err == nil || !strings.Contains(r.err.Error(), "bad record MAC") {
 				t.Fatalf("client read %q, %v; want a bad record MAC error", r.data, r.err)
@@ -289,8 +211,8 @@ func TestKTLSDerivationOpenSSL(t *testing.T) {
 		{"TLS1.3/ChaCha20-Poly1305/off-by-one", []string{"-tls1_3", "-ciphersuites", "TLS_CHACHA20_POLY1305_SHA256"}, ktls.ChaCha20Poly1305, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := newKTLSTestServer(t)
-			emu := EmulateKTLS(s)
+			s, _ := newKTLSTest(t)
+			emu := conntest.EmulateKTLS(s)
 			emu.SeqShift = tt.shift
 			out := make(chan []byte, 1)
 			dial := func(addr string) {
@@ -302,7 +224,7 @@ func TestKTLSDerivationOpenSSL(t *testing.T) {
 			}
 			tc := acceptTLS(t, s, dial)
 			const msg = "hello from the emulated kernel"
-			handOverAndSend(t, tc, msg)
+			handOverAndSend(t, s, tc, msg)
 			got := string(<-out)
 			if infos := emu.Infos(); len(infos) != 1 || infos[0].Cipher != tt.cipher {
 				t.Fatalf("handed over %+v, want %v", infos, tt.cipher)
@@ -323,8 +245,8 @@ func TestKTLSDerivationOpenSSL(t *testing.T) {
 // kernel sealed (a clean close_notify with the old keys), never a
 // userspace record.
 func TestKTLSKeyUpdateFailsConnection(t *testing.T) {
-	s, ccfg := newKTLSTestServer(t)
-	EmulateKTLS(s)
+	s, ccfg := newKTLSTest(t)
+	conntest.EmulateKTLS(s)
 	var keys ktls.KeyLog
 	res := make(chan clientResult, 1)
 	dial := func(addr string) {
@@ -363,26 +285,26 @@ func TestKTLSKeyUpdateFailsConnection(t *testing.T) {
 		res <- clientResult{data: b, err: err}
 	}
 	tc := acceptTLS(t, s, dial)
-	if err := tc.Handshake(); err != nil || tc.off.Load() == nil {
-		t.Fatalf("Handshake: %v, hand-over %v", err, tc.off.Load() != nil)
+	if err := tc.Handshake(); err != nil || !conn.HandedOver(tc) {
+		t.Fatalf("Handshake: %v, hand-over %v", err, conn.HandedOver(tc))
 	}
 	start := time.Now()
 	n, err := tc.Read(make([]byte, 100))
-	if !errors.Is(err, errWriteAfterOffload) {
-		t.Fatalf("Read after KeyUpdate = %d, %v; want errWriteAfterOffload", n, err)
+	if !errors.Is(err, conn.ErrWriteAfterOffload) {
+		t.Fatalf("Read after KeyUpdate = %d, %v; want conn.ErrWriteAfterOffload", n, err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Read took %v to fail; want at once", d)
 	}
-	if _, err := tc.Write([]byte("x")); !errors.Is(err, errWriteAfterOffload) {
-		t.Errorf("Write after the refused KeyUpdate = %v, want errWriteAfterOffload", err)
+	if _, err := tc.Write([]byte("x")); !errors.Is(err, conn.ErrWriteAfterOffload) {
+		t.Errorf("Write after the refused KeyUpdate = %v, want conn.ErrWriteAfterOffload", err)
 	}
 	tc.Close()
 	r := <-res
 	if r.err != nil || len(r.data) != 0 {
 		t.Fatalf("client read %q, %v; want a clean close_notify and nothing else", r.data, r.err)
 	}
-	if got := s.stats.TLS.KTLSWriteDenied.Load(); got != 1 {
+	if got := s.Stats().KTLSWriteDenied.Load(); got != 1 {
 		t.Errorf("KTLSWriteDenied = %d, want 1", got)
 	}
 }
@@ -392,7 +314,7 @@ func TestKTLSKeyUpdateFailsConnection(t *testing.T) {
 // counted, and its bytes are right. (On a kTLS kernel the hand-over
 // succeeds instead, and the test says so.)
 func TestKTLSFallbackOnThisKernel(t *testing.T) {
-	s, ccfg := newKTLSTestServer(t)
+	s, ccfg := newKTLSTest(t)
 	dial, res := goClient(ccfg, tls.VersionTLS13, 0)
 	tc := acceptTLS(t, s, dial)
 	if err := tc.Handshake(); err != nil {
@@ -407,19 +329,19 @@ func TestKTLSFallbackOnThisKernel(t *testing.T) {
 	if r.err != nil || string(r.data) != msg {
 		t.Fatalf("client read %q, %v; want %q", r.data, r.err, msg)
 	}
-	st := &s.stats.TLS
-	if s.tls.probe.ok {
+	st := s.Stats()
+	if on, _ := s.KTLSStatus(); on {
 		if st.KTLSOffloaded.Load() != 1 {
 			t.Fatalf("kTLS kernel: KTLSOffloaded = %d, want 1", st.KTLSOffloaded.Load())
 		}
 		t.Skip("this kernel has kTLS: the hand-over succeeded (fallback not exercised)")
 	}
-	if tc.off.Load() != nil || st.KTLSULPFailed.Load() != 1 || st.KTLSOffloaded.Load() != 0 {
+	if conn.HandedOver(tc) || st.KTLSULPFailed.Load() != 1 || st.KTLSOffloaded.Load() != 0 {
 		t.Fatalf("hand-over %v, KTLSULPFailed %d, KTLSOffloaded %d; want none, 1, 0",
-			tc.off.Load() != nil, st.KTLSULPFailed.Load(), st.KTLSOffloaded.Load())
+			conn.HandedOver(tc), st.KTLSULPFailed.Load(), st.KTLSOffloaded.Load())
 	}
-	if !strings.Contains(s.tls.probe.reason, "TCP_ULP") {
-		t.Errorf("probe reason %q does not name TCP_ULP", s.tls.probe.reason)
+	if _, reason := s.KTLSStatus(); !strings.Contains(reason, "TCP_ULP") {
+		t.Errorf("probe reason %q does not name TCP_ULP", reason)
 	}
 }
 
@@ -429,9 +351,8 @@ func TestTLSCopyPathNoAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation budgets do not hold under -race")
 	}
-	s, ccfg := newKTLSTestServer(t)
-	s.tls.attempt = false
-	writeTestFile(t, s.cfg.Root, "seg.m4s", 256<<10)
+	s, ccfg := newKTLSTest(t, conn.KTLSOff)
+	f := writeTestFile(t, t.TempDir(), "seg.m4s", 256<<10)
 	dial := func(addr string) {
 		// Handshake, then drain the raw socket with one buffer: the
 		// client allocates nothing while the server's allocations are
@@ -455,17 +376,11 @@ func TestTLSCopyPathNoAllocs(t *testing.T) {
 	if err := tc.Handshake(); err != nil {
 		t.Fatal(err)
 	}
-	h, err := s.cache.Acquire("seg.m4s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Release()
-	var cw copyWriter
-	cw.reset(s, tc)
-	span := ranges.Span{Start: 0, Length: 256 << 10}
+	buf := make([]byte, 64<<10)
+	const length = 256 << 10
 	send := func() {
-		if n, err := cw.span(h, span); err != nil || n != span.Length {
-			t.Fatalf("span = %d, %v", n, err)
+		if n, err := conn.CopySpan(tc, f, 0, length, buf); err != nil || n != length {
+			t.Fatalf("CopySpan = %d, %v", n, err)
 		}
 	}
 	send()
@@ -474,13 +389,22 @@ func TestTLSCopyPathNoAllocs(t *testing.T) {
 	}
 }
 
-func writeTestFile(t *testing.T, root, name string, size int) {
+// writeTestFile writes size bytes of a fixed pattern to root/name and
+// opens it (closed when the test ends).
+func writeTestFile(t *testing.T, root, name string, size int) *os.File {
 	t.Helper()
 	b := make([]byte, size)
 	for i := range b {
 		b[i] = byte(i * 31)
 	}
-	if err := os.WriteFile(filepath.Join(root, name), b, 0o644); err != nil {
+	p := filepath.Join(root, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
 }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package origin
+package conn
 
 import (
 	"errors"
@@ -21,10 +21,10 @@ func probeKTLS() ktlsProbe { return ktlsProbe{reason: "kTLS is Linux only"} }
 
 var errNoKTLS = errors.New("kTLS is Linux only")
 
-func enableKTLS(*tcpConn, []byte) (offloadedTX, bool, error) {
+func enableKTLS(*TCP, []byte) (OffloadedTX, bool, error) {
 	return nil, false, &setsockoptError{opt: "TCP_ULP", err: errNoKTLS}
 }
 
-func (c *tcpConn) closeNotify() error { return errNoKTLS }
+func (c *TCP) CloseNotify() error { return errNoKTLS }
 
-var _ offloadedTX = (*tcpConn)(nil)
+var _ OffloadedTX = (*TCP)(nil)

@@ -1,4 +1,4 @@
-package origin
+package conn
 
 import (
 	"crypto/tls"
@@ -19,17 +19,17 @@ import (
 // handshake: then plaintext goes to the socket and the kernel seals it,
 // so the sendfile body path works as on plain TCP.
 //
-//	fasthttp ─► tlsConn ─Read─► tls.Conn ─► recordConn ─► tcpConn (RX: ciphertext)
-//	                    ─Write─► tls.Conn ─► recordConn ─► tcpConn (userspace TLS)
-//	                    ─Write─► offloadedTX = tcpConn, kernel seals (kTLS)
+//	fasthttp ─► tlsConn ─Read─► tls.Conn ─► recordConn ─► TCP (RX: ciphertext)
+//	                    ─Write─► tls.Conn ─► recordConn ─► TCP (userspace TLS)
+//	                    ─Write─► OffloadedTX = TCP, kernel seals (kTLS)
 //
 // All methods but Close run on the connection's fasthttp worker; Close may
 // come from another goroutine (shutdown).
 type tlsConn struct {
 	*tls.Conn
 	rec *recordConn
-	tcp *tcpConn // nil when the accepted connection is not TCP
-	srv *Server
+	tcp *TCP // nil when the accepted connection is not TCP
+	tls *TLS
 
 	handshook bool  // the handshake was attempted (worker only)
 	hsErr     error // and its outcome
@@ -41,8 +41,8 @@ type tlsConn struct {
 
 // offloaded is a connection's transmit side after the hand-over.
 type offloaded struct {
-	tx     offloadedTX
-	kernel *tcpConn // the socket, when the kernel seals (sendfile allowed); nil for an emulator
+	tx     OffloadedTX
+	kernel *TCP // the socket, when the kernel seals (sendfile allowed); nil for an emulator
 }
 
 // recordConn is the net.Conn under tls.Server. Until the hand-over it
@@ -63,9 +63,9 @@ type recordConn struct {
 	scan     ktls.HandshakeScanner
 }
 
-// errWriteAfterOffload: crypto/tls wanted to write after the kernel took
+// ErrWriteAfterOffload: crypto/tls wanted to write after the kernel took
 // over transmission (answering a KeyUpdate, sending an alert).
-var errWriteAfterOffload = errors.New("origin: TLS write refused: the kernel owns this connection's transmit direction (kTLS)")
+var ErrWriteAfterOffload = errors.New("origin: TLS write refused: the kernel owns this connection's transmit direction (kTLS)")
 
 // Write passes crypto/tls's records to the socket until the hand-over,
 // and refuses them after it. crypto/tls swallows a failed KeyUpdate answer
@@ -81,7 +81,7 @@ func (r *recordConn) Write(p []byte) (int, error) {
 				cr.CloseRead()
 			}
 		}
-		return 0, errWriteAfterOffload
+		return 0, ErrWriteAfterOffload
 	}
 	if r.scanning.Load() {
 		r.mu.Lock()
@@ -91,14 +91,14 @@ func (r *recordConn) Write(p []byte) (int, error) {
 	return r.Conn.Write(p)
 }
 
-func (s *Server) newTLSConn(c net.Conn) *tlsConn {
-	rc := &recordConn{Conn: c, stats: &s.stats.TLS}
-	tc, _ := c.(*tcpConn)
-	if tc != nil && s.tls.attempt {
+func (st *TLS) newTLSConn(c net.Conn) *tlsConn {
+	rc := &recordConn{Conn: c, stats: st.stats}
+	tc, _ := c.(*TCP)
+	if tc != nil && st.attempt {
 		rc.keys = new(ktls.KeyLog)
 		rc.scanning.Store(true)
 	}
-	return &tlsConn{Conn: tls.Server(rc, s.tls.base), rec: rc, tcp: tc, srv: s}
+	return &tlsConn{Conn: tls.Server(rc, st.base), rec: rc, tcp: tc, tls: st}
 }
 
 // handshake runs the TLS handshake once, then tries the kTLS hand-over. A
@@ -110,18 +110,18 @@ func (c *tlsConn) handshake() error {
 	}
 	c.handshook = true
 	// fasthttp set the read deadline (ReadTimeout) before its first Read;
-	// the server's flights get the same bound.
-	if d := c.srv.cfg.ReadTimeout; d > 0 {
+	// the server's flights get the same bound (HandshakeTimeout).
+	if d := c.tls.hsTimeout; d > 0 {
 		c.rec.SetWriteDeadline(time.Now().Add(d))
 		defer c.rec.SetWriteDeadline(time.Time{})
 	}
 	if err := c.Conn.Handshake(); err != nil {
-		c.srv.stats.TLS.HandshakeErrors.Add(1)
-		c.srv.log.Debug("TLS handshake failed", "client", c.RemoteAddr().String(), "err", err)
+		c.tls.stats.HandshakeErrors.Add(1)
+		c.tls.log.Debug("TLS handshake failed", "client", c.RemoteAddr().String(), "err", err)
 		c.hsErr = io.EOF
 		return c.hsErr
 	}
-	c.srv.stats.TLS.Handshakes.Add(1)
+	c.tls.stats.Handshakes.Add(1)
 	if c.rec.keys != nil {
 		c.handOver()
 	}
@@ -138,7 +138,7 @@ func (c *tlsConn) Read(p []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(p)
 	if c.rec.denied.Load() {
-		return 0, errWriteAfterOffload // what was read is not served
+		return 0, ErrWriteAfterOffload // what was read is not served
 	}
 	return n, err
 }
@@ -149,7 +149,7 @@ func (c *tlsConn) Write(p []byte) (int, error) {
 	}
 	if o := c.off.Load(); o != nil {
 		if c.rec.denied.Load() {
-			return 0, errWriteAfterOffload
+			return 0, ErrWriteAfterOffload
 		}
 		return o.tx.Write(p)
 	}
@@ -172,33 +172,22 @@ func (c *tlsConn) Close() error {
 		return c.Conn.Close()
 	}
 	c.rec.SetWriteDeadline(time.Now().Add(closeNotifyTimeout))
-	o.tx.closeNotify() // best effort: the peer may be gone
+	o.tx.CloseNotify() // best effort: the peer may be gone
 	return c.rec.Conn.Close()
 }
 
 // closeNotifyTimeout bounds the close_notify write, as crypto/tls does.
 const closeNotifyTimeout = 5 * time.Second
 
-// kernelTLS returns the socket of c when c is HTTPS and the kernel seals
+// KernelTLS returns the socket of c when c is HTTPS and the kernel seals
 // its records: the sendfile writer may then serve it.
-func kernelTLS(c net.Conn) *tcpConn {
+func KernelTLS(c net.Conn) *TCP {
 	if t, ok := c.(*tlsConn); ok {
 		if o := t.off.Load(); o != nil {
 			return o.kernel
 		}
 	}
 	return nil
-}
-
-// corkTarget is what corkHeader marks for c: the TCP connection under an
-// HTTPS connection (its header record then leaves with MSG_MORE, so it
-// shares a segment with the first body record, or, on kTLS, a record with
-// the first body bytes).
-func corkTarget(c net.Conn) any {
-	if t, ok := c.(*tlsConn); ok && t.tcp != nil {
-		return t.tcp
-	}
-	return c
 }
 
 // handOver gives the transmit direction to the kernel, or leaves the
@@ -214,12 +203,12 @@ func (c *tlsConn) handOver() {
 
 	st := c.ConnectionState()
 	info, err := txInfo(st, c.rec.keys, &scan)
-	if err == nil && !c.srv.tls.kernelTakes(info.Cipher) {
+	if err == nil && !c.tls.kernelTakes(info.Cipher) {
 		err = fmt.Errorf("the kernel refused %v at start", info.Cipher)
 	}
 	if err != nil {
-		c.srv.stats.TLS.KTLSUnsupported.Add(1)
-		c.srv.log.Debug("kTLS: connection stays in user space", "version", tls.VersionName(st.Version),
+		c.tls.stats.KTLSUnsupported.Add(1)
+		c.tls.log.Debug("kTLS: connection stays in user space", "version", tls.VersionName(st.Version),
 			"cipher", tls.CipherSuiteName(st.CipherSuite), "err", err)
 		return
 	}
@@ -227,7 +216,7 @@ func (c *tlsConn) handOver() {
 	b, err := info.AppendBinary(buf[:0])
 	clear(info.Key)
 	if err != nil {
-		c.srv.stats.TLS.KTLSUnsupported.Add(1)
+		c.tls.stats.KTLSUnsupported.Add(1)
 		return
 	}
 	defer clear(buf[:])
@@ -238,7 +227,7 @@ func (c *tlsConn) handOver() {
 		return
 	}
 	c.rec.sealed.Store(true)
-	tx, kernel, err := c.srv.tls.offload(c.tcp, b)
+	tx, kernel, err := c.tls.offload(c.tcp, b)
 	if err != nil {
 		c.rec.sealed.Store(false)
 		c.countHandOverFailure(err, info.Cipher)
@@ -249,18 +238,18 @@ func (c *tlsConn) handOver() {
 		o.kernel = c.tcp
 	}
 	c.off.Store(o)
-	c.srv.stats.TLS.KTLSOffloaded.Add(1)
+	c.tls.stats.KTLSOffloaded.Add(1)
 }
 
 func (c *tlsConn) countHandOverFailure(err error, cipher ktls.Cipher) {
 	var se *setsockoptError
 	if errors.As(err, &se) && se.opt == "TCP_ULP" {
-		c.srv.stats.TLS.KTLSULPFailed.Add(1)
+		c.tls.stats.KTLSULPFailed.Add(1)
 	} else {
-		c.srv.stats.TLS.KTLSTXFailed.Add(1)
+		c.tls.stats.KTLSTXFailed.Add(1)
 	}
-	if c.srv.tls.failLog.allow() {
-		c.srv.log.Warn("kTLS hand-over failed: connection stays on userspace TLS (logged once per 10s)",
+	if c.tls.failLog.Allow() {
+		c.tls.log.Warn("kTLS hand-over failed: connection stays on userspace TLS (logged once per 10s)",
 			"cipher", cipher.String(), "err", err)
 	}
 }

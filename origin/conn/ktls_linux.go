@@ -1,6 +1,6 @@
 //go:build linux
 
-package origin
+package conn
 
 import (
 	"errors"
@@ -106,11 +106,11 @@ func probeCipher(c ktls.Cipher) error {
 	return serr
 }
 
-// enableKTLS is the production tlsState.offload: it hands info to the
+// enableKTLS is the production Offloader: it hands info to the
 // kernel for c's transmit direction. On error the socket still carries
 // userspace TLS records unchanged (a tls ULP without TLS_TX passes writes
 // through), so the connection goes on in user space.
-func enableKTLS(c *tcpConn, info []byte) (offloadedTX, bool, error) {
+func enableKTLS(c *TCP, info []byte) (OffloadedTX, bool, error) {
 	if c == nil {
 		return nil, false, errors.New("not a TCP connection")
 	}
@@ -144,10 +144,10 @@ func setTX(fd int, info []byte) error {
 // close_notify (0).
 var closeAlert = [2]byte{1, 0}
 
-// closeNotify sends close_notify on a kTLS socket: sendmsg with a SOL_TLS
+// CloseNotify sends close_notify on a kTLS socket: sendmsg with a SOL_TLS
 // TLS_SET_RECORD_TYPE control message makes the kernel seal the bytes as
 // one record of type alert (21) instead of application data.
-func (c *tcpConn) closeNotify() error {
+func (c *TCP) CloseNotify() error {
 	oob := alertCmsg()
 	var serr error
 	err := c.raw.Write(func(fd uintptr) bool {
@@ -171,4 +171,4 @@ func alertCmsg() []byte {
 	return b
 }
 
-var _ offloadedTX = (*tcpConn)(nil)
+var _ OffloadedTX = (*TCP)(nil)

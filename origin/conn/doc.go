@@ -1,0 +1,58 @@
+// Package conn is segorigin's connection layer: everything between the
+// listening socket and the bytes of a response, with no knowledge of HTTP,
+// fasthttp or the file cache.
+//
+// # What it owns
+//
+//   - Gate and Listener (listener.go): the connection limits (total and
+//     per client IP, per listener), closing what is over them at accept
+//     before anything is spent on it, and the accept backoff: an accept
+//     that fails for lack of descriptors (EMFILE, ENFILE) is counted,
+//     reported through GateConfig.OnFDPressure (the owner of idle
+//     descriptors gives some back), and retried after a backoff of 5 ms
+//     doubling to 1 s, as net/http does.
+//   - TCP (tcp.go, tcp_linux.go): every accepted TCP connection, with its
+//     RawConn kept, and the typed writes of the body paths: CorkHeader
+//     (the next Write, a response header, leaves with MSG_MORE so it shares
+//     a segment with the first body bytes), WriteMore, and Sendfile (a span
+//     of a file at an explicit offset: the fd's shared offset is never
+//     used; EAGAIN waits on Go's netpoller, which enforces the write
+//     deadline; a file that ends first is ErrTruncated, a file system
+//     that refuses sendfile ErrSendfileUnsupported). CopySpan (copy.go)
+//     is the userspace path: pread into the caller's buffer and write, one
+//     TLS record's worth per write on HTTPS.
+//   - TLS (tls.go, tlsconn.go, certs.go, devcert.go): the HTTPS listener,
+//     crypto/tls's configuration (TLS 1.2+, ECDHE AEAD suites, ALPN
+//     http/1.1), the certificate in service and its reload (on a change of
+//     the files, polled, and on Reload), the -tls-dev certificate.
+//   - The kTLS hand-over (tlsconn.go, ktls_linux.go; the pure parts in
+//     origin/ktls): probed once at NewTLS; per connection, right after the
+//     handshake, the transmit keys a per-connection KeyLogWriter collected
+//     are derived and given to the kernel with setsockopt TCP_ULP "tls"
+//     and TLS_TX. From then on plaintext goes to the socket (KernelTLS
+//     returns it, so sendfile may serve), close_notify leaves as an alert
+//     record, and any later write by crypto/tls is refused
+//     (ErrWriteAfterOffload) and ends the connection. A refused setsockopt
+//     (ENOENT on a kernel without kTLS) leaves the connection on userspace
+//     TLS, counted.
+//
+// Each part counts into its own stats struct of atomics (ListenerStats,
+// TLSStats), given at construction or its own, and logs to the
+// *slog.Logger given at construction, rate-limited where a flood is
+// possible.
+//
+// # File descriptors and goroutines
+//
+// A TCP is owned by whoever Accept returned it to (the HTTP server); its
+// Close gives its place in the limits back, once. conn never holds a file
+// descriptor of a served file: Sendfile and CopySpan use the caller's for
+// the call only. conn starts no goroutine; TLS.PollCertificates runs on
+// the caller's until its context ends.
+//
+// # What it never does
+//
+// It never parses HTTP, never chooses a body path (the caller does, by the
+// connection's type: *TCP or KernelTLS for sendfile, anything else for
+// CopySpan), never opens a served file, never lets crypto/tls write into a
+// socket the kernel seals, and never sends a byte past what it was asked.
+package conn

@@ -1,0 +1,84 @@
+package conn
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"syscall"
+)
+
+// TCP is every plain TCP connection a gate's listener accepts. It keeps
+// the *net.TCPConn reachable for sendfile (fasthttp's own MaxConnsPerIP
+// wrapper would hide it), remembers its RawConn (so the hot path does not
+// allocate one per response), and can give the next Write MSG_MORE so a
+// response header and the first body bytes leave in one TCP segment.
+//
+// All methods but Close run on the connection's serving goroutine.
+type TCP struct {
+	*net.TCPConn
+	raw  syscall.RawConn
+	ln   *Listener
+	ip   string // client IP, for the per-IP limit
+	once sync.Once
+
+	// more: the next Write is a response header a file body follows; send
+	// it with MSG_MORE. Touched only by the connection's goroutine.
+	more bool
+
+	// Per-call state of the RawConn callbacks, kept here so the callbacks
+	// can be method values bound once at accept (no closure per call).
+	op       ioOp
+	writeFn  func(fd uintptr) bool
+	sendfnFn func(fd uintptr) bool
+}
+
+// ioOp is the argument and result block of one RawConn callback.
+type ioOp struct {
+	buf    []byte // writeMore: bytes to send
+	src    int    // sendfile: file descriptor
+	off    int64  // sendfile: file offset (advanced by the kernel)
+	remain int64  // sendfile: bytes still to send
+	n      int64  // bytes sent so far in this operation
+	err    error
+}
+
+// ErrTruncated reports a file that ended before the span announced in
+// Content-Length: it shrank while being sent. The connection must close.
+var ErrTruncated = errors.New("origin: file shrank while being sent")
+
+// ErrSendfileUnsupported: the file system cannot sendfile (EINVAL,
+// ENOSYS, EOPNOTSUPP); nothing was sent and the copy path must serve.
+var ErrSendfileUnsupported = errors.New("origin: sendfile unsupported for this file")
+
+func newTCP(tc *net.TCPConn, l *Listener, ip string) (*TCP, error) {
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	c := &TCP{TCPConn: tc, raw: raw, ln: l, ip: ip}
+	c.writeFn = c.writeMoreOnce
+	c.sendfnFn = c.sendfileOnce
+	return c, nil
+}
+
+// Close releases the connection's place in the listener's limits once.
+func (c *TCP) Close() error {
+	err := c.TCPConn.Close()
+	c.once.Do(func() { c.ln.release(c.ip) })
+	return err
+}
+
+// Socket returns the TCP connection under c: c itself when it is one, the
+// socket under an HTTPS connection, or nil (not accepted by a gate). The
+// header-with-MSG_MORE mark (CorkHeader) goes there: an HTTPS header
+// record then shares a segment with the first body record, or, on kTLS, a
+// record with the first body bytes.
+func Socket(c net.Conn) *TCP {
+	switch t := c.(type) {
+	case *TCP:
+		return t
+	case *tlsConn:
+		return t.tcp
+	}
+	return nil
+}

@@ -1,0 +1,296 @@
+package conn
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"segorigin/internal/ratelog"
+	"segorigin/origin/ktls"
+)
+
+// TLSConfig configures HTTPS. Field comments are the operator's
+// documentation; cmd/segorigin maps -tls-cert, -tls-key, -tls-dev and
+// -ktls onto them.
+type TLSConfig struct {
+	// CertFile and KeyFile are the PEM certificate chain and private key
+	// served on HTTPS listeners. Both files are re-read when either
+	// changes (checked every ReloadEvery) and on Server.ReloadCertificates
+	// (SIGHUP); a pair that fails to load leaves the previous one in
+	// service.
+	CertFile string
+	KeyFile  string
+	// Dev serves a self-signed ECDSA certificate for localhost, 127.0.0.1
+	// and ::1, made in memory at start: for trying HTTPS without setup,
+	// never for production. It excludes CertFile and KeyFile.
+	Dev bool
+	// KTLS chooses whether connections hand their transmit direction to
+	// the kernel (kTLS) so bodies still go out with sendfile: KTLSAuto
+	// (probe at start, offload when the kernel offers it), KTLSOff, or
+	// KTLSAlways (attempt on every connection whatever the probe said; for
+	// diagnosis). Requests are always read through crypto/tls, and any
+	// failure leaves the connection on userspace TLS.
+	KTLS KTLSMode
+	// ReloadEvery is how often the certificate files' metadata is checked
+	// for a change; 0 disables the check (SIGHUP still reloads).
+	ReloadEvery time.Duration
+}
+
+// KTLSMode is TLSConfig.KTLS.
+type KTLSMode string
+
+const (
+	KTLSAuto   KTLSMode = "auto"
+	KTLSOff    KTLSMode = "off"
+	KTLSAlways KTLSMode = "always"
+)
+
+// Enabled: HTTPS is configured (a certificate, or -tls-dev).
+func (c *TLSConfig) Enabled() bool { return c.Dev || c.CertFile != "" || c.KeyFile != "" }
+
+// Validate checks the configuration once and sets the KTLS default.
+func (c *TLSConfig) Validate() error {
+	var errs []error
+	switch {
+	case c.Dev && (c.CertFile != "" || c.KeyFile != ""):
+		errs = append(errs, errors.New("tls-dev: excludes tls-cert and tls-key"))
+	case (c.CertFile == "") != (c.KeyFile == ""):
+		errs = append(errs, errors.New("tls-cert and tls-key: give both"))
+	}
+	switch c.KTLS {
+	case "":
+		c.KTLS = KTLSAuto
+	case KTLSAuto, KTLSOff, KTLSAlways:
+	default:
+		errs = append(errs, fmt.Errorf("ktls: %q, want auto, off or always", c.KTLS))
+	}
+	if c.ReloadEvery < 0 {
+		errs = append(errs, fmt.Errorf("tls-reload-every: %v, want >= 0", c.ReloadEvery))
+	}
+	return errors.Join(errs...)
+}
+
+// TLSStats count handshakes, the kTLS hand-over per outcome, and
+// certificate reloads.
+type TLSStats struct {
+	Handshakes      atomic.Int64 // completed TLS handshakes
+	HandshakeErrors atomic.Int64 // failed handshakes (client left, no common parameters, timeout)
+	KTLSOffloaded   atomic.Int64 // connections whose transmit direction the kernel took over
+	KTLSUnsupported atomic.Int64 // offload attempted but the version, cipher or key material did not allow it: userspace TLS
+	KTLSULPFailed   atomic.Int64 // setsockopt(TCP_ULP, "tls") refused (ENOENT: no kTLS in this kernel): userspace TLS
+	KTLSTXFailed    atomic.Int64 // setsockopt(SOL_TLS, TLS_TX) refused (cipher not in this kernel): userspace TLS
+	KTLSWriteDenied atomic.Int64 // crypto/tls tried to write after the hand-over (a KeyUpdate, an alert): connection closed
+	CertReloads     atomic.Int64 // certificate pairs loaded after start
+	CertReloadFails atomic.Int64 // reloads that failed (the previous pair stays in service)
+}
+
+// tlsAEADSuites are the TLS 1.2 suites offered: ECDHE with an AEAD only.
+// TLS 1.3 suites are not configurable in crypto/tls and are all AEAD.
+var tlsAEADSuites = []uint16{
+	tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+	tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+	tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+	tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+}
+
+// TLSParams is what NewTLS needs besides the operator's TLSConfig.
+type TLSParams struct {
+	Config TLSConfig
+	// HandshakeTimeout bounds the server's handshake flights (the read
+	// deadline bounds the client's); 0: none.
+	HandshakeTimeout time.Duration
+	// Logger receives certificate loads, reload failures and hand-over
+	// failures; nil uses slog.Default().
+	Logger *slog.Logger
+	// Stats is where the HTTPS side counts; nil: its own (see TLS.Stats).
+	Stats *TLSStats
+	// Now is the clock (dev certificate validity, log limiter); nil uses
+	// time.Now.
+	Now func() time.Time
+}
+
+// TLS is a server's HTTPS side: certificates, the crypto/tls
+// configuration, what the kTLS probe found, and the hand-over of each
+// connection's transmit direction to the kernel.
+type TLS struct {
+	cfg       TLSConfig
+	hsTimeout time.Duration
+	certs     *certStore
+	base      *tls.Config
+	probe     ktlsProbe
+	attempt   bool // try the kTLS hand-over on every TCP connection
+	stats     *TLSStats
+	log       *slog.Logger
+	failLog   ratelog.Limiter // hand-over failures, once per interval
+
+	// offload hands a crypto_info to the kernel (enableKTLS), or to a
+	// stand-in (SetOffloader).
+	offload Offloader
+}
+
+// Offloader hands info (a crypto_info struct) to the kernel for c's
+// transmit direction and returns where plaintext now goes; kernel says the
+// socket itself encrypts (so sendfile may serve). Production calls
+// setsockopt; tests put a stand-in for the kernel here.
+type Offloader func(c *TCP, info []byte) (tx OffloadedTX, kernel bool, err error)
+
+// OffloadedTX is the transmit side of a connection after the hand-over.
+type OffloadedTX interface {
+	Write(p []byte) (int, error) // application data; the kernel makes the records
+	CloseNotify() error          // the close_notify alert, as an alert record
+}
+
+// NewTLS validates p, loads the certificate (or makes the development
+// one) and probes kTLS unless it is off.
+func NewTLS(p TLSParams) (*TLS, error) {
+	cfg := p.Config
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !cfg.Enabled() {
+		return nil, errors.New("conn: TLS without a certificate")
+	}
+	if p.Logger == nil {
+		p.Logger = slog.Default()
+	}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	if p.Stats == nil {
+		p.Stats = new(TLSStats)
+	}
+	log, stats, now := p.Logger, p.Stats, p.Now
+	st := &TLS{cfg: cfg, hsTimeout: p.HandshakeTimeout, stats: stats, log: log, offload: enableKTLS}
+	st.failLog.Every, st.failLog.Now = 10*time.Second, now
+	st.certs = &certStore{certFile: cfg.CertFile, keyFile: cfg.KeyFile, log: log, stats: stats}
+	if cfg.Dev {
+		c, err := devCertificate(now())
+		if err != nil {
+			return nil, err
+		}
+		st.certs.cur.Store(c)
+		fp := sha256.Sum256(c.Certificate[0])
+		log.Warn("TLS: serving a self-signed development certificate (-tls-dev); not for production",
+			"hosts", "localhost,127.0.0.1,::1", "not_after", c.Leaf.NotAfter.Format(time.RFC3339),
+			"sha256", hex.EncodeToString(fp[:]))
+	} else if _, err := st.certs.reload(true); err != nil {
+		return nil, err
+	}
+	st.base = &tls.Config{
+		MinVersion:     tls.VersionTLS12,
+		CipherSuites:   tlsAEADSuites,
+		NextProtos:     []string{"http/1.1"},
+		GetCertificate: st.certs.get,
+		// Full 16 KiB records from the first byte, as nginx sends: bodies
+		// here are media, read by players and CDNs for throughput.
+		DynamicRecordSizingDisabled: true,
+	}
+	if cfg.KTLS != KTLSOff {
+		st.probe = probeKTLS()
+		st.attempt = st.probe.ok || cfg.KTLS == KTLSAlways
+	}
+	if st.attempt {
+		st.base.GetConfigForClient = st.configForClient
+	}
+	return st, nil
+}
+
+// configForClient gives a connection that will try the kTLS hand-over its
+// own configuration: a KeyLogWriter that collects its secrets, and no
+// session tickets. A TLS 1.3 ticket is sealed with the application keys
+// after the handshake, so it would move the first sequence number the
+// kernel must use; without tickets that number is 0 (TLS 1.3) or what
+// the record count after ChangeCipherSpec says (TLS 1.2). Offloaded
+// connections give up resumption for that: media connections are long
+// keep-alive ones, and a CDN reuses them.
+func (st *TLS) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+	rc, ok := hello.Conn.(*recordConn)
+	if !ok || rc.keys == nil {
+		return nil, nil
+	}
+	c := st.base.Clone()
+	c.GetConfigForClient = nil
+	c.SessionTicketsDisabled = true
+	c.KeyLogWriter = rc.keys
+	return c, nil
+}
+
+// kernelTakes says whether to offer cipher c to the kernel: a cipher the
+// probe saw refused is not tried again per connection, unless -ktls=always.
+func (st *TLS) kernelTakes(c ktls.Cipher) bool {
+	return st.cfg.KTLS == KTLSAlways || slices.Contains(st.probe.ciphers, c)
+}
+
+// Stats returns the HTTPS side's counters (live, not a copy).
+func (st *TLS) Stats() *TLSStats { return st.stats }
+
+// SetOffloader replaces the kernel in the kTLS hand-over by o, for tests
+// on a kernel without kTLS. Call it before serving.
+func (st *TLS) SetOffloader(o Offloader) { st.offload = o }
+
+// KTLSCiphers are the ciphers the kernel took at the start-up probe.
+func (st *TLS) KTLSCiphers() []ktls.Cipher { return st.probe.ciphers }
+
+// KTLSStatus says whether kTLS is in use, and why not when it is not.
+func (st *TLS) KTLSStatus() (bool, string) {
+	switch {
+	case st.cfg.KTLS == KTLSOff:
+		return false, "disabled (-ktls=off)"
+	case !st.probe.ok && st.cfg.KTLS == KTLSAlways:
+		return false, st.probe.reason + "; attempting on every connection anyway (-ktls=always)"
+	case !st.probe.ok:
+		return false, st.probe.reason
+	}
+	return true, ""
+}
+
+// Wrap wraps ln (a gate's listener) so that it yields HTTPS connections;
+// the handshake happens on the connection's first Read, in the serving
+// goroutine, under its read deadline.
+func (st *TLS) Wrap(ln net.Listener) net.Listener { return &tlsListener{Listener: ln, tls: st} }
+
+// tlsListener yields *tlsConn over the connections of a gate's listener.
+type tlsListener struct {
+	net.Listener
+	tls *TLS
+}
+
+func (l *tlsListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return l.tls.newTLSConn(c), nil
+}
+
+// Reload re-reads the certificate and key files now (SIGHUP). On error
+// the previous pair stays in service. With a development certificate
+// there is nothing on disk to reload.
+func (st *TLS) Reload() error {
+	if st.cfg.Dev {
+		return nil
+	}
+	_, err := st.certs.reload(true)
+	return err
+}
+
+// PollCertificates reloads the pair when its files change, checked every
+// ReloadEvery, until ctx is done; it returns at once when there is
+// nothing to poll (-tls-dev, or ReloadEvery 0). The caller owns the
+// goroutine.
+func (st *TLS) PollCertificates(ctx context.Context) {
+	if st.cfg.CertFile == "" || st.cfg.ReloadEvery <= 0 {
+		return
+	}
+	st.certs.poll(ctx, st.cfg.ReloadEvery)
+}
