@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"segorigin/origin"
+	"segorigin/origin/admin"
 )
 
 // TestMetricsEndpoint: the admin handler exports what the server counted.
@@ -20,7 +21,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	c.do("GET", "/seg.m4s", "Range: bytes=0-9")
 	c.do("GET", "/missing.ts")
 	waitFor(t, 5*time.Second, "both bodies counted", func() bool { return ts.srv.Stats().Transport.SendfileResponses.Load() == 2 })
-	h := ts.srv.AdminHandler(func() bool { return true })
+	h := admin.Handler(ts.srv, func() bool { return true })
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body := rec.Body.String()
@@ -48,7 +49,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 	}
 	rec = httptest.NewRecorder()
-	ts.srv.AdminHandler(func() bool { return false }).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	admin.Handler(ts.srv, func() bool { return false }).ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	if rec.Code != 503 {
 		t.Errorf("/readyz while draining = %d, want 503", rec.Code)
 	}

@@ -3,7 +3,10 @@ package origin
 import (
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"segorigin/origin/conn"
+	"segorigin/watcher"
 )
 
 // Stats are the server's counters. They are plain atomics, read by tests
@@ -41,4 +44,21 @@ type TransportStats struct {
 	SendfileFallbacks atomic.Int64 // sendfile refused by the file system (EINVAL/ENOSYS): served by copy
 	Truncated         atomic.Int64 // files that shrank while being sent: connection closed
 	Aborted           atomic.Int64 // bodies cut short by the client or a write timeout
+}
+
+// KindName is the metric label of Stats.Kinds[i]: "other", "playlist" or
+// "segment".
+func KindName(i int) string { return kind(i).String() }
+
+// Latency is the response-latency histogram by kind of file, for an
+// exporter to register (origin/admin).
+func (s *Server) Latency() prometheus.Collector { return s.latency }
+
+// WatchStats returns a snapshot of the watcher's counters; ok is false
+// when the server runs without a watcher.
+func (s *Server) WatchStats() (st watcher.Stats, ok bool) {
+	if s.watch == nil {
+		return watcher.Stats{}, false
+	}
+	return s.watch.Stats(), true
 }

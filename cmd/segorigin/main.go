@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"segorigin/origin"
+	"segorigin/origin/admin"
 )
 
 func main() {
@@ -111,7 +112,7 @@ func startAdmin(ctx context.Context, addr string, srv *origin.Server, logger *sl
 		return nil, fmt.Errorf("-admin-listen %s: %w", addr, err)
 	}
 	a.srv = &http.Server{
-		Handler:           srv.AdminHandler(func() bool { return ctx.Err() == nil }),
+		Handler:           admin.Handler(srv, func() bool { return ctx.Err() == nil }),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	logger.Info("listening", "proto", "admin", "addr", ln.Addr().String(), "pid", os.Getpid())

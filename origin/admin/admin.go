@@ -1,4 +1,4 @@
-package origin
+package admin
 
 import (
 	"net/http"
@@ -8,13 +8,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"segorigin/origin"
 )
 
 // collector exports the server's atomics at scrape time: the hot path only
 // increments its own counters, and nothing is registered globally.
 type collector struct {
-	s     *Server
-	descs map[string]*prometheus.Desc
+	s *origin.Server
 }
 
 func newDesc(name, help string, labels ...string) *prometheus.Desc {
@@ -55,7 +56,7 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
-	st := &c.s.stats
+	st := c.s.Stats()
 	counter := func(name string, v int64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(metricDescs[name], prometheus.CounterValue, float64(v), labels...)
 	}
@@ -67,7 +68,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter("responses", v.Load(), class)
 	}
 	for k := range st.Kinds {
-		counter("kind", st.Kinds[k].Load(), kind(k).String())
+		counter("kind", st.Kinds[k].Load(), origin.KindName(k))
 	}
 	counter("bad", st.BadRequests.Load())
 	counter("header_large", st.HeaderTooLarge.Load())
@@ -105,7 +106,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter("tls", v.Load(), ev)
 	}
 	counter("accept_emfile", st.AcceptEMFILE.Load())
-	cs := c.s.cache.Stats()
+	cs := c.s.CacheStats()
 	for op, v := range map[string]uint64{
 		"hit": cs.Hits, "miss": cs.Misses, "negative_hit": cs.NegativeHits, "eviction": cs.Evictions,
 		"invalidation": cs.Invalidations, "revalidation": cs.Revalidations, "stale": cs.Stale, "emfile": cs.EMFILE,
@@ -115,8 +116,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	gauge("cache_fds", float64(cs.OpenFiles))
 	gauge("cache_entries", float64(cs.Entries), "file")
 	gauge("cache_entries", float64(cs.NegativeEntries), "negative")
-	if c.s.watch != nil {
-		ws := c.s.watch.Stats()
+	if ws, ok := c.s.WatchStats(); ok {
 		counter("watch_events", int64(ws.Events))
 		counter("watch_overflw", int64(ws.Overflows))
 		gauge("watch_dirs", float64(ws.WatchedDirs))
@@ -128,13 +128,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// AdminHandler serves the admin endpoints, for a listener off the public
+// Handler serves the admin endpoints of s, for a listener off the public
 // port: /metrics (Prometheus), /healthz (the process answers), /readyz
 // (ready reports whether to take traffic: false while draining) and
 // /debug/pprof/.
-func (s *Server) AdminHandler(ready func() bool) http.Handler {
+func Handler(s *origin.Server, ready func() bool) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector{s: s}, s.latency,
+	reg.MustRegister(collector{s: s}, s.Latency(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
