@@ -84,7 +84,7 @@ func writeBenchFile(b *testing.B, root, rel string, size int64) {
 // TLS 1.2+, AEAD suites, full-size records.
 func benchServerTLS() *tls.Config {
 	p := testCert()
-	cert, err := tls.X509KeyPair(p.certPEM, p.keyPEM)
+	cert, err := tls.X509KeyPair(p.CertPEM, p.KeyPEM)
 	if err != nil {
 		panic(err)
 	}
@@ -95,7 +95,7 @@ func benchServerTLS() *tls.Config {
 func startBenchSegorigin(b *testing.B, root string) string {
 	dir := b.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	testCert().write(b, certFile, keyFile)
+	testCert().Write(b, certFile, keyFile)
 	cfg := origin.DefaultConfig()
 	cfg.Root, cfg.Watch = root, false
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -153,7 +153,7 @@ type benchClient struct {
 }
 
 func dialBench(b *testing.B, addr string) *benchClient {
-	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: testCert().pool, MinVersion: tls.VersionTLS13,
+	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: testCert().Pool, MinVersion: tls.VersionTLS13,
 		NextProtos: []string{"http/1.1"}})
 	if err != nil {
 		b.Fatal(err)

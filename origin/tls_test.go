@@ -2,18 +2,11 @@ package origin_test
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +14,7 @@ import (
 	"time"
 
 	"segorigin/origin"
+	"segorigin/origin/conn/conntest"
 )
 
 // tlsMode is how a test talks HTTPS: the version the client pins, the
@@ -50,7 +44,7 @@ var tlsModes = []tlsMode{
 }
 
 func (m *tlsMode) clientConfig() *tls.Config {
-	cfg := &tls.Config{RootCAs: testCert().pool, MinVersion: m.version, MaxVersion: m.version, NextProtos: []string{"http/1.1"}}
+	cfg := &tls.Config{RootCAs: testCert().Pool, MinVersion: m.version, MaxVersion: m.version, NextProtos: []string{"http/1.1"}}
 	if m.suite != 0 {
 		cfg.CipherSuites = []uint16{m.suite}
 	}
@@ -377,15 +371,15 @@ func TestTLSPolicy(t *testing.T) {
 func TestTLSCertificateReload(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	a, b := newTestCert(t, "cert-a"), newTestCert(t, "cert-b")
-	a.write(t, certFile, keyFile)
+	a, b := conntest.NewCert(t, "cert-a"), conntest.NewCert(t, "cert-b")
+	a.Write(t, certFile, keyFile)
 	ts := startServerTLS(t, "", func(c *origin.Config) {
 		c.TLS.CertFile, c.TLS.KeyFile = certFile, keyFile
 		c.TLS.ReloadEvery = 20 * time.Millisecond
 	}, tlsModes[1])
 	pool := x509.NewCertPool()
-	pool.AddCert(a.leaf)
-	pool.AddCert(b.leaf)
+	pool.AddCert(a.Leaf)
+	pool.AddCert(b.Leaf)
 	ts.tls.RootCAs = pool
 	served := func() string {
 		t.Helper()
@@ -397,13 +391,13 @@ func TestTLSCertificateReload(t *testing.T) {
 		t.Fatalf("serving %q at start, want cert-a", got)
 	}
 	st := &ts.srv.Stats().TLS
-	b.write(t, certFile, keyFile)
+	b.Write(t, certFile, keyFile)
 	waitFor(t, 5*time.Second, "the poll to load cert-b", func() bool { return st.CertReloads.Load() == 1 })
 	if got := served(); got != "cert-b" {
 		t.Fatalf("serving %q after the files changed, want cert-b", got)
 	}
 	// A key that does not match the certificate: cert-b stays.
-	a.writeKeyOnly(t, keyFile)
+	a.WriteKey(t, keyFile)
 	waitFor(t, 5*time.Second, "the failed reload", func() bool { return st.CertReloadFails.Load() >= 1 })
 	if got := served(); got != "cert-b" {
 		t.Fatalf("serving %q after a broken reload, want cert-b", got)
@@ -411,7 +405,7 @@ func TestTLSCertificateReload(t *testing.T) {
 	if err := ts.srv.ReloadCertificates(); err == nil {
 		t.Errorf("ReloadCertificates with a mismatched key: no error")
 	}
-	a.write(t, certFile, keyFile)
+	a.Write(t, certFile, keyFile)
 	if err := ts.srv.ReloadCertificates(); err != nil {
 		t.Fatalf("ReloadCertificates: %v", err)
 	}
@@ -486,85 +480,10 @@ func TestTLSConfigValidation(t *testing.T) {
 	}
 }
 
-// testPair is a self-signed ECDSA certificate for 127.0.0.1 and localhost.
-type testPair struct {
-	certPEM, keyPEM []byte
-	leaf            *x509.Certificate
-	pool            *x509.CertPool
-}
-
-func newTestCert(t testing.TB, cn string) *testPair {
-	t.Helper()
-	p, err := makeTestCert(cn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func makeTestCert(cn string) (*testPair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()),
-		Subject:      pkix.Name{CommonName: cn},
-		NotBefore:    time.Now().Add(-time.Hour),
-		NotAfter:     time.Now().Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, err
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return &testPair{
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
-		leaf:    leaf, pool: pool,
-	}, nil
-}
-
-// write replaces the files by rename, as deployment tools do.
-func (p *testPair) write(t testing.TB, certFile, keyFile string) {
-	t.Helper()
-	p.writeKeyOnly(t, keyFile)
-	writeAtomic(t, certFile, p.certPEM)
-}
-
-func (p *testPair) writeKeyOnly(t testing.TB, keyFile string) {
-	t.Helper()
-	writeAtomic(t, keyFile, p.keyPEM)
-}
-
-func writeAtomic(t testing.TB, name string, b []byte) {
-	t.Helper()
-	tmp := name + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, name); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // testCert is the certificate of every HTTPS test server but the reload
 // tests', made once per test binary.
-var testCert = sync.OnceValue(func() *testPair {
-	p, err := makeTestCert("segorigin test")
+var testCert = sync.OnceValue(func() *conntest.Cert {
+	p, err := conntest.MakeCert("segorigin test")
 	if err != nil {
 		panic(err)
 	}
@@ -576,6 +495,6 @@ func writeTestCert(t *testing.T) (certFile, keyFile string) {
 	t.Helper()
 	dir := t.TempDir()
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	testCert().write(t, certFile, keyFile)
+	testCert().Write(t, certFile, keyFile)
 	return certFile, keyFile
 }

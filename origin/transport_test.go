@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"segorigin/origin"
+	"segorigin/origin/conn/conntest"
 )
 
 // TestSendfilePathServes: on plain TCP every body goes through sendfile, as
@@ -248,11 +249,5 @@ func countFDs(t *testing.T) int {
 // waitFor polls cond every 10ms until it holds or d passes.
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	conntest.WaitFor(t, d, what, cond)
 }

@@ -7,9 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -52,17 +50,9 @@ type tlsConn interface {
 // it (a gate's listener under s).
 func acceptTLS(t *testing.T, s *conn.TLS, dial func(addr string)) tlsConn {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate, err := conn.NewGate(conn.GateConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wl := s.Wrap(gate.Wrap(ln))
-	t.Cleanup(func() { wl.Close() })
-	go dial(ln.Addr().String())
+	gl, addr := gateListener(t)
+	wl := s.Wrap(gl)
+	go dial(addr)
 	c, err := wl.Accept()
 	if err != nil {
 		t.Fatal(err)
@@ -352,7 +342,7 @@ func TestTLSCopyPathNoAllocs(t *testing.T) {
 		t.Skip("allocation budgets do not hold under -race")
 	}
 	s, ccfg := newKTLSTest(t, conn.KTLSOff)
-	f := writeTestFile(t, t.TempDir(), "seg.m4s", 256<<10)
+	f := fileOf(t, pattern(256<<10))
 	dial := func(addr string) {
 		// Handshake, then drain the raw socket with one buffer: the
 		// client allocates nothing while the server's allocations are
@@ -387,24 +377,4 @@ func TestTLSCopyPathNoAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(20, send); a > 0 {
 		t.Errorf("copy path over TLS: %.1f allocations per 256 KiB span, want 0", a)
 	}
-}
-
-// writeTestFile writes size bytes of a fixed pattern to root/name and
-// opens it (closed when the test ends).
-func writeTestFile(t *testing.T, root, name string, size int) *os.File {
-	t.Helper()
-	b := make([]byte, size)
-	for i := range b {
-		b[i] = byte(i * 31)
-	}
-	p := filepath.Join(root, name)
-	if err := os.WriteFile(p, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
 }
