@@ -1,10 +1,14 @@
 // Package origin is segorigin's HTTP/1.1 front end: the fasthttp server and
-// its handler, authorization carriers, response headers and the body
-// transport. It is the only package that knows fasthttp.
+// its handler, authorization carriers, response headers, errors, and the
+// body stream with the choice of its writer. It is the only package that
+// knows fasthttp. The connections under it (listener limits, *conn.TCP's
+// MSG_MORE header, sendfile and copy, HTTPS, certificates, the kTLS
+// hand-over) are origin/conn's; the admin endpoints are origin/admin's.
 //
 // # Request path
 //
-//	accept (listener.go: *tcpConn, connection limits)
+//	accept (origin/conn: Gate → *conn.TCP, connection limits; HTTPS:
+//	  conn.TLS wraps it)
 //	→ fasthttp parses the request
 //	→ handle: method (GET, HEAD; OPTIONS for CORS; else 405 + Allow)
 //	→ cleanPath: percent-decode, refuse NUL/CTL, remove dot segments,
@@ -23,20 +27,25 @@
 //
 // # Body paths
 //
-// A body is sent by exactly one of two writers, chosen per response by the
-// connection's type, never by hoping types line up inside fasthttp:
+// A body is sent by exactly one of two writers (transport.go), chosen per
+// response by the connection's type (*conn.TCP, or conn.KernelTLS for an
+// HTTPS socket the kernel seals), never by hoping types line up inside
+// fasthttp:
 //
 //   - sendfileWriter (plain TCP or kTLS, Linux): the header leaves with
-//     MSG_MORE, each span with sendfile(2) from the cached fd at an
-//     explicit offset (the fd's shared offset is never used), multipart
-//     framing with MSG_MORE. EAGAIN waits on Go's netpoller through syscall.RawConn,
-//     which also enforces the write deadline fasthttp set. A file system
-//     that refuses sendfile (EINVAL, ENOSYS) falls back to copy for that
+//     MSG_MORE (conn.TCP.CorkHeader), each span with sendfile(2)
+//     (conn.TCP.Sendfile) from the cached fd at an explicit offset (the
+//     fd's shared offset is never used), multipart framing with MSG_MORE.
+//     EAGAIN waits on Go's netpoller through syscall.RawConn, which also
+//     enforces the write deadline fasthttp set. A file system that
+//     refuses sendfile (EINVAL, ENOSYS) falls back to copy for that
 //     response, counted in SendfileFallbacks.
-//   - copyWriter (TLS without kTLS, or -disable-sendfile): pread into a
-//     pooled buffer and write; on TLS one record (16 KiB) per write.
+//   - copyWriter (TLS without kTLS, or -disable-sendfile): conn.CopySpan,
+//     pread into a pooled buffer and write; on TLS one record (16 KiB)
+//     per write.
 //
-// HTTPS (tls.go, tlsconn.go, ktls_linux.go; the pure parts in origin/ktls):
+// HTTPS (origin/conn: tls.go, tlsconn.go, ktls_linux.go; the pure parts
+// in origin/ktls; here tls.go only marks listeners and reloads):
 // crypto/tls does the handshake (TLS 1.2+, ECDHE AEAD suites, ALPN
 // http/1.1) and always reads the requests. Without kTLS it also writes the
 // responses, and copyWriter serves the bodies, its header record corked
@@ -74,5 +83,7 @@
 // already and Range must address the stored bytes), never hijacks a
 // connection, never lets an error's text reach a client, and never uses
 // fasthttp's MaxConnsPerIP (its connection wrapper would hide the TCP
-// connection and lose sendfile); the listener enforces connection limits.
+// connection and lose sendfile); origin/conn's gate enforces connection
+// limits. It never sets a socket option or calls sendmsg or sendfile: conn
+// does.
 package origin
