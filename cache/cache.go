@@ -25,6 +25,14 @@ type Config struct {
 	// remembered. 0 means 1s; negative disables negative entries.
 	NegativeTTL time.Duration
 
+	// NegativeBytes bounds the memory negative entries hold, counted as
+	// the bytes of their names plus a fixed per-entry overhead
+	// (NegativeEntryOverhead). Names are chosen by clients and may be as
+	// long as a request line allows, so a count alone does not bound
+	// memory. The oldest entries go first; a name that alone exceeds the
+	// budget is not remembered. 0 means 1 MiB.
+	NegativeBytes int64
+
 	// Revalidate, if > 0, makes a hit on an entry last checked longer ago
 	// than this stat the path and compare dev, inode, size and mtime with the
 	// open file; a difference reopens it. Use it when no watcher invalidates
@@ -45,7 +53,16 @@ type Config struct {
 	Now func() time.Time
 }
 
-const defaultNegativeTTL = time.Second
+const (
+	defaultNegativeTTL   = time.Second
+	defaultNegativeBytes = 1 << 20
+
+	// NegativeEntryOverhead is what one negative entry costs beside its
+	// name's bytes, for the NegativeBytes budget: the LRU's list element
+	// and map slot, the entry and its *fs.PathError (161 bytes measured
+	// with runtime.MemStats on amd64, Go 1.26; rounded up).
+	NegativeEntryOverhead = 256
+)
 
 // Cache is a bounded, reference-counted cache of open files. All methods are
 // safe for concurrent use.
@@ -55,6 +72,7 @@ type Cache struct {
 	now         func() time.Time
 	maxFiles    int
 	negativeTTL time.Duration // <= 0: no negative entries
+	negMax      int64         // budget for negBytes
 	revalidate  atomic.Int64  // nanoseconds; <= 0: no revalidation
 
 	mu       sync.Mutex                            // protects files, negative, inflight, dropped, closed
@@ -63,6 +81,7 @@ type Cache struct {
 	inflight map[string]*call                      // opens in progress, one per name
 	dropped  []*Handle                             // unlisted under mu; their reference is dropped by unlock
 	closed   bool                                  // Close was called: Acquire no longer caches
+	negBytes int64                                 // cost of the listed negative entries (see NegativeBytes)
 
 	stats counters
 }
@@ -101,6 +120,8 @@ func New(cfg Config) (*Cache, error) {
 		return nil, errors.New("cache: Stat is required when MaxFiles > 0")
 	case cfg.Revalidate < 0:
 		return nil, fmt.Errorf("cache: Revalidate %v is negative", cfg.Revalidate)
+	case cfg.NegativeBytes < 0:
+		return nil, fmt.Errorf("cache: NegativeBytes %d is negative", cfg.NegativeBytes)
 	}
 	c := &Cache{
 		open:        cfg.Open,
@@ -108,6 +129,10 @@ func New(cfg Config) (*Cache, error) {
 		now:         cfg.Now,
 		maxFiles:    cfg.MaxFiles,
 		negativeTTL: cfg.NegativeTTL,
+		negMax:      cfg.NegativeBytes,
+	}
+	if c.negMax == 0 {
+		c.negMax = defaultNegativeBytes
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -128,7 +153,11 @@ func New(cfg Config) (*Cache, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
-	c.negative, err = simplelru.NewLRU[string, negativeEntry](c.maxFiles, nil)
+	// The callback runs for every unlisting (Remove, RemoveOldest, Purge
+	// and eviction by count), under c.mu: it keeps negBytes exact.
+	c.negative, err = simplelru.NewLRU(c.maxFiles, func(name string, _ negativeEntry) {
+		c.negBytes -= negativeCost(name)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
@@ -261,12 +290,39 @@ func (c *Cache) loadLocked(name string) (*Handle, error) {
 			c.insertLocked(name, h)
 		}
 	case listable && c.negativeTTL > 0 && errors.Is(err, fs.ErrNotExist):
-		c.negative.Add(name, negativeEntry{err: err, expires: c.now().Add(c.negativeTTL).UnixNano()})
+		c.rememberMissingLocked(name, err)
 	}
 	cl.h, cl.err = h, err
 	c.unlock()
 	close(cl.done)
 	return h, err
+}
+
+// negativeCost is what a negative entry for name counts against
+// NegativeBytes.
+func negativeCost(name string) int64 { return int64(len(name)) + NegativeEntryOverhead }
+
+// rememberMissingLocked lists a negative entry for name, pushing out the
+// oldest ones until it fits the byte budget. The error kept names the key
+// itself (an *fs.PathError from Open usually holds its own copy of the
+// name, which would double what a long name costs).
+func (c *Cache) rememberMissingLocked(name string, err error) {
+	cost := negativeCost(name)
+	if cost > c.negMax {
+		return
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = &fs.PathError{Op: pe.Op, Path: name, Err: pe.Err}
+	}
+	c.negative.Remove(name) // Add would replace without the callback
+	for c.negBytes+cost > c.negMax {
+		if _, _, ok := c.negative.RemoveOldest(); !ok {
+			break
+		}
+	}
+	c.negative.Add(name, negativeEntry{err: err, expires: c.now().Add(c.negativeTTL).UnixNano()})
+	c.negBytes += cost
 }
 
 // insertLocked lists h under name. simplelru's Add would replace an existing

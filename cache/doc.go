@@ -46,7 +46,8 @@
 //     open stale: its result still answers the callers that were waiting
 //     (they asked before the change), but it is not cached.
 //  5. Bounds: at most MaxFiles open entries and MaxFiles negative entries,
-//     so open descriptors never exceed MaxFiles plus the references in
+//     the latter also within NegativeBytes of names (clients choose them,
+//     and a request line may be long), so open descriptors never exceed MaxFiles plus the references in
 //     flight. On EMFILE or ENFILE the cache sheds its entries, retries the
 //     open once, and otherwise returns the error (errors.Is works).
 //  6. A hit takes the lock once, makes no system call and allocates nothing.

@@ -16,6 +16,7 @@ type Stats struct {
 	OpenFiles       int64  // descriptors open now: listed, unlisted but still lent out, and uncached
 	Entries         int    // open files listed now
 	NegativeEntries int    // negative entries listed now (expired ones linger until looked up or pushed out)
+	NegativeBytes   int64  // what the listed negative entries count against Config.NegativeBytes
 }
 
 // counters is the live form of Stats, updated without the cache lock.
@@ -47,7 +48,7 @@ func (c *Cache) Stats() Stats {
 	}
 	if c.maxFiles > 0 {
 		c.mu.Lock()
-		s.Entries, s.NegativeEntries = c.files.Len(), c.negative.Len()
+		s.Entries, s.NegativeEntries, s.NegativeBytes = c.files.Len(), c.negative.Len(), c.negBytes
 		c.mu.Unlock()
 	}
 	return s

@@ -40,6 +40,10 @@ type Config struct {
 	CacheFiles int
 	// NegativeTTL is how long a missing file is remembered.
 	NegativeTTL time.Duration
+	// NegativeCacheBytes bounds the memory of remembered missing names
+	// (their bytes plus a fixed overhead each): clients choose the names,
+	// up to MaxHeaderBytes long. 0 means 1 MiB.
+	NegativeCacheBytes int64
 	// Watch enables fsnotify invalidation of the file cache. Without it,
 	// cached entries are revalidated by stat every RevalidateEvery.
 	Watch bool
@@ -134,6 +138,9 @@ func (c *Config) validate() error {
 	}
 	if c.CacheFiles < 0 {
 		errs = append(errs, fmt.Errorf("cache-files: %d, want >= 0", c.CacheFiles))
+	}
+	if c.NegativeCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("negative-cache-bytes: %d, want >= 0", c.NegativeCacheBytes))
 	}
 	if c.MaxHeaderBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max-header-bytes: %d, want >= 1024", c.MaxHeaderBytes))

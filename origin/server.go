@@ -117,12 +117,13 @@ func New(cfg Config) (*Server, error) {
 		revalidate = cfg.RevalidateEvery
 	}
 	s.cache, err = cache.New(cache.Config{
-		MaxFiles:    cfg.CacheFiles,
-		NegativeTTL: cfg.NegativeTTL,
-		Revalidate:  revalidate,
-		Open:        s.open,
-		Stat:        s.stat,
-		Now:         cfg.Now,
+		MaxFiles:      cfg.CacheFiles,
+		NegativeTTL:   cfg.NegativeTTL,
+		NegativeBytes: cfg.NegativeCacheBytes,
+		Revalidate:    revalidate,
+		Open:          s.open,
+		Stat:          s.stat,
+		Now:           cfg.Now,
 	})
 	if err != nil {
 		root.Close()

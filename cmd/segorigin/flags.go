@@ -79,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.IntVar(&c.MaxRanges, "max-ranges", c.MaxRanges, "most ranges answered in one request (after coalescing); more gets the whole file")
 	fs.IntVar(&c.CacheFiles, "cache-files", c.CacheFiles, "open files kept in the cache; 0 disables it")
 	fs.DurationVar(&c.NegativeTTL, "negative-ttl", c.NegativeTTL, "how long a missing file is remembered")
+	fs.Int64Var(&c.NegativeCacheBytes, "negative-cache-bytes", 1<<20, "memory budget of remembered missing names (name bytes plus 256 each)")
 	fs.BoolVar(&c.Watch, "watch", c.Watch, "invalidate the file cache on file system events (fsnotify)")
 	fs.DurationVar(&c.RevalidateEvery, "revalidate-every", c.RevalidateEvery, "stat cached files this often when -watch=false or the watcher lost events")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time to read one request's headers")
