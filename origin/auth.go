@@ -31,7 +31,9 @@ type AuthConfig struct {
 	Cookie string
 	// Bearer accepts "Authorization: Bearer <token>".
 	Bearer bool
-	// Public lists path prefixes served without a token (e.g. "/public/").
+	// Public lists path prefixes served without a token. A prefix matches
+	// whole path segments: "/public" (or "/public/") covers /public and
+	// everything under /public/, never /publicity.txt.
 	Public []string
 	// MissingStatus answers a request with no token at all: 401 (default,
 	// with WWW-Authenticate) or 403.
@@ -80,6 +82,13 @@ func newAuthorizer(cfg AuthConfig, stats *AuthStats, now func() time.Time) (*aut
 	if s := a.cfg.MissingStatus; s != fasthttp.StatusUnauthorized && s != fasthttp.StatusForbidden {
 		return nil, fmt.Errorf("auth missing status: %d, want 401 or 403", s)
 	}
+	a.cfg.Public = nil
+	for _, p := range cfg.Public {
+		if !strings.HasPrefix(p, "/") {
+			p = "/" + p
+		}
+		a.cfg.Public = append(a.cfg.Public, p)
+	}
 	if cfg.PathPrefix != "" {
 		p := strings.Trim(cfg.PathPrefix, "/")
 		if p == "" || strings.Contains(p, "/") {
@@ -107,6 +116,16 @@ func newAuthorizer(cfg AuthConfig, stats *AuthStats, now func() time.Time) (*aut
 	return a, nil
 }
 
+// underPrefix reports whether path is prefix or lies under it, matching
+// whole segments: "/public" covers "/public" and "/public/a.ts" but not
+// "/publicity.txt". A prefix ending in '/' covers only what is under it.
+func underPrefix(path, prefix string) bool {
+	if !strings.HasPrefix(path, prefix) {
+		return false
+	}
+	return len(path) == len(prefix) || strings.HasSuffix(prefix, "/") || path[len(prefix)] == '/'
+}
+
 // stripCarrier removes "t/<segment>/" from a cleaned path, returning the
 // file's name and the segment ("" when the path carries none).
 func (a *authorizer) stripCarrier(name string) (file, seg string) {
@@ -127,7 +146,7 @@ func (a *authorizer) stripCarrier(name string) (file, seg string) {
 func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg string, now time.Time) error {
 	path := "/" + file
 	for _, p := range a.cfg.Public {
-		if strings.HasPrefix(path, p) {
+		if underPrefix(path, p) {
 			a.stats.Public.Add(1)
 			return nil
 		}

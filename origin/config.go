@@ -17,6 +17,14 @@ type Config struct {
 	Root string
 	// FollowSymlinks lets symlinks under Root point outside it.
 	FollowSymlinks bool
+	// ServeDotfiles serves paths with a segment starting with '.' (.env,
+	// .git/config, .well-known/...); without it they are 404.
+	ServeDotfiles bool
+
+	// AdminPprof adds /debug/pprof/ to the admin handler. Off by default:
+	// /debug/pprof/cmdline hands out the full command line, and profiles
+	// cost CPU, to anyone who reaches the admin listener.
+	AdminPprof bool
 
 	// CORSOrigins lists the origins allowed to fetch cross-origin; "*"
 	// allows any. Empty disables CORS headers.

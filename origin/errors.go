@@ -32,6 +32,7 @@ func statusFor(err error) int {
 	case errors.Is(err, ranges.ErrUnsatisfiable):
 		return fasthttp.StatusRequestedRangeNotSatisfiable
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, cache.ErrIsDir), errors.Is(err, cache.ErrNotRegular),
+		errors.Is(err, errDirPath), errors.Is(err, errHiddenPath),
 		errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ENAMETOOLONG),
 		isRootEscape(err):
 		// Directories are never listed, and a symlink that leaves the root

@@ -42,6 +42,9 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 	}
 	var scratch [256]byte
 	name, err := cleanPath(scratch[:0], ctx.URI().PathOriginal())
+	if err == nil && !s.cfg.ServeDotfiles && hiddenSegment(name) {
+		err = errHiddenPath
+	}
 	if err != nil {
 		s.fail(ctx, err)
 		return kindOther, false

@@ -41,7 +41,7 @@ func TestMetricsEndpoint(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	for path, code := range map[string]int{"/healthz": 200, "/readyz": 200, "/debug/pprof/": 200} {
+	for path, code := range map[string]int{"/healthz": 200, "/readyz": 200, "/debug/pprof/": 404} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 		if rec.Code != code {

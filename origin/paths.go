@@ -10,6 +10,8 @@ import (
 var (
 	errBadPath     = errors.New("origin: malformed request path")
 	errPathEscapes = errors.New("origin: request path climbs above the root")
+	errDirPath     = errors.New("origin: request path names a directory")
+	errHiddenPath  = errors.New("origin: request path has a segment starting with '.'")
 )
 
 // cleanPath turns a raw request path (as received, still percent-encoded)
@@ -24,6 +26,11 @@ var (
 // "%2e%2e" and "%2f" are treated exactly like ".." and "/": they can only ever
 // name something inside the root. Symlinks are the opener's concern (os.Root).
 //
+// A path whose last segment is empty, "." or ".." ("/a.m3u8/",
+// "/a.m3u8/x/..") names a directory: it is refused with errDirPath, since
+// directories are never served, so that a file is reachable under one
+// cache key and not also under its name plus a trailing slash.
+//
 // scratch is working space (a stack array in the caller avoids an
 // allocation per request); only the returned string survives.
 func cleanPath(scratch []byte, raw []byte) (string, error) {
@@ -34,6 +41,7 @@ func cleanPath(scratch []byte, raw []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	dirPath := namesDirectory(dec)
 	// Remove dot segments in place: out grows behind the read position.
 	out := dec[:0]
 	for i := 0; i < len(dec); {
@@ -62,7 +70,24 @@ func cleanPath(scratch []byte, raw []byte) (string, error) {
 		}
 		out = append(out, seg...)
 	}
+	if dirPath {
+		return "", errDirPath
+	}
 	return string(out), nil
+}
+
+// namesDirectory reports whether a decoded path ends in a directory-only
+// segment: empty (a trailing slash), "." or "..".
+func namesDirectory(dec []byte) bool {
+	last := dec[lastSlash(dec)+1:]
+	return len(last) == 0 || string(last) == "." || string(last) == ".."
+}
+
+// hiddenSegment reports whether a cleaned path has a segment starting with
+// '.': dotfiles and dot-directories (.env, .git/config, .htaccess) are
+// deployment debris, never media, and are 404 unless ServeDotfiles.
+func hiddenSegment(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.Contains(name, "/.")
 }
 
 func lastSlash(b []byte) int {

@@ -10,14 +10,19 @@ func TestCleanPath(t *testing.T) {
 		raw, want string
 		err       error
 	}{
-		{"/", "", nil},
+		{"/", "", errDirPath},
 		{"/a/b.ts", "a/b.ts", nil},
 		{"//a///b.ts", "a/b.ts", nil},
 		{"/a/./b.ts", "a/b.ts", nil},
 		{"/a/../b.ts", "b.ts", nil},
 		{"/a/%2e%2e/b.ts", "b.ts", nil},
 		{"/a%2fb.ts", "a/b.ts", nil},
-		{"/a/b/", "a/b", nil},
+		{"/a/b/", "", errDirPath},
+		{"/a/b.m3u8/x/..", "", errDirPath},
+		{"/a/b.m3u8/.", "", errDirPath},
+		{"/a/b.m3u8%2f", "", errDirPath},
+		{"/a/x/../b.m3u8", "a/b.m3u8", nil},
+		{"/.env", ".env", nil}, // hidden, refused by the handler unless ServeDotfiles
 		{"/%C3%A9t%C3%A9.ts", "été.ts", nil},
 		{"/a%20b.ts", "a b.ts", nil},
 		{"/..", "", errPathEscapes},
@@ -71,6 +76,17 @@ func FuzzCleanPath(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestHiddenSegment(t *testing.T) {
+	for name, want := range map[string]bool{
+		".env": true, ".git/config": true, "a/.htaccess": true, "a/.b/c.ts": true,
+		"a/b.ts": false, "a/b..ts": false, "a.b/c.ts": false, "": false,
+	} {
+		if got := hiddenSegment(name); got != want {
+			t.Errorf("hiddenSegment(%q) = %v, want %v", name, got, want)
+		}
+	}
 }
 
 func TestCleanPathAllocs(t *testing.T) {

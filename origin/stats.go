@@ -62,3 +62,7 @@ func (s *Server) WatchStats() (st watcher.Stats, ok bool) {
 	}
 	return s.watch.Stats(), true
 }
+
+// AdminPprof reports whether the admin endpoints include /debug/pprof/
+// (Config.AdminPprof).
+func (s *Server) AdminPprof() bool { return s.cfg.AdminPprof }

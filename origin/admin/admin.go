@@ -130,8 +130,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 
 // Handler serves the admin endpoints of s, for a listener off the public
 // port: /metrics (Prometheus), /healthz (the process answers), /readyz
-// (ready reports whether to take traffic: false while draining) and
-// /debug/pprof/.
+// (ready reports whether to take traffic: false while draining) and, with
+// Config.AdminPprof, /debug/pprof/.
 func Handler(s *origin.Server, ready func() bool) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector{s: s}, s.Latency(),
@@ -146,6 +146,9 @@ func Handler(s *origin.Server, ready func() bool) http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
+	if !s.AdminPprof() {
+		return mux
+	}
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
