@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -140,18 +141,28 @@ func (a *authorizer) stripCarrier(name string) (file, seg string) {
 	return rest[i+1:], rest[:i]
 }
 
+// grant is what a successful check says about caching the response: a
+// response authorised by a token may be cached no longer than the token
+// is valid, and one authorised by a token the URL does not carry must not
+// be kept by a shared cache at all (see capCacheControl).
+type grant struct {
+	until   int64 // unix second the token expires (exp=, expires=); 0: no token involved (public path)
+	private bool  // the token came in a cookie or Authorization header, not in the URL
+}
+
 // check authorizes a request for file (cleaned, no leading slash). seg is
-// the path carrier's segment, if any. It returns nil, errNoToken, or a
-// token error (errors.Is with token.Err*).
-func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg string, now time.Time) error {
+// the path carrier's segment, if any. It returns the grant and nil,
+// errNoToken, or a token error (errors.Is with token.Err*).
+func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg, ip string, now time.Time) (grant, error) {
 	path := "/" + file
 	for _, p := range a.cfg.Public {
 		if underPrefix(path, p) {
 			a.stats.Public.Add(1)
-			return nil
+			return grant{}, nil
 		}
 	}
-	ip := ctx.RemoteIP().String()
+	var g grant
+	var until time.Time
 	var err error
 	switch {
 	case a.link != nil:
@@ -159,45 +170,53 @@ func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg string, now time.
 		h, exp := args.Peek("md5"), args.Peek("expires")
 		if len(h) == 0 {
 			err = errNoToken
-		} else {
-			err = a.link.Verify(string(h), string(exp), path, ip, now)
+		} else if err = a.link.Verify(string(h), string(exp), path, ip, now); err == nil {
+			secs, _ := strconv.ParseInt(string(exp), 10, 64) // Verify parsed it
+			until = time.Unix(secs, 0)
 		}
 	case seg != "":
-		err = a.verify.VerifySegment(seg, path, ip, now)
+		until, err = a.verify.VerifySegmentUntil(seg, path, ip, now)
 	default:
-		tok := a.findToken(ctx)
-		if tok == nil {
+		tok, inURL := a.findToken(ctx)
+		g.private = !inURL
+		switch {
+		case tok == nil:
 			err = errNoToken
-		} else if bytes.Contains(tok, []byte("hmac=")) {
-			err = a.verify.VerifyBytes(tok, path, ip, now)
-		} else {
-			err = a.verify.VerifySegment(string(tok), path, ip, now)
+		case bytes.Contains(tok, []byte("hmac=")):
+			until, err = a.verify.VerifyBytesUntil(tok, path, ip, now)
+		default:
+			until, err = a.verify.VerifySegmentUntil(string(tok), path, ip, now)
 		}
 	}
 	a.count(err)
-	return err
+	if err != nil {
+		return grant{}, err
+	}
+	g.until = until.Unix()
+	return g, nil
 }
 
 // findToken looks in the query, cookie and Authorization carriers, in that
-// order. Cookies and Bearer may hold either the raw token or its segment
-// form (the raw one is not always a valid cookie or b64token).
-func (a *authorizer) findToken(ctx *fasthttp.RequestCtx) []byte {
+// order, and says whether the token came in the URL (the query). Cookies
+// and Bearer may hold either the raw token or its segment form (the raw
+// one is not always a valid cookie or b64token).
+func (a *authorizer) findToken(ctx *fasthttp.RequestCtx) (tok []byte, inURL bool) {
 	if a.cfg.QueryParam != "" {
 		if v := ctx.QueryArgs().Peek(a.cfg.QueryParam); len(v) > 0 {
-			return v
+			return v, true
 		}
 	}
 	if a.cfg.Cookie != "" {
 		if v := ctx.Request.Header.Cookie(a.cfg.Cookie); len(v) > 0 {
-			return v
+			return v, false
 		}
 	}
 	if a.cfg.Bearer {
 		if v := ctx.Request.Header.Peek("Authorization"); len(v) > 7 && strings.EqualFold(string(v[:7]), "bearer ") {
-			return bytes.TrimSpace(v[7:])
+			return bytes.TrimSpace(v[7:]), false
 		}
 	}
-	return nil
+	return nil, false
 }
 
 func (a *authorizer) count(err error) {
@@ -249,7 +268,7 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 			"client", ctx.RemoteIP().String())
 	}
 	s.stats.Status4xx.Add(1)
-	ctx.Response.Header.Del("Cache-Control")
+	s.setErrorHeaders(&ctx.Response.Header, code)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(fmt.Sprintf("%d %s\n", code, fasthttp.StatusMessage(code)))

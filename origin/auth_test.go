@@ -12,6 +12,16 @@ import (
 
 func authServer(t *testing.T, now time.Time, mod func(*origin.AuthConfig)) (*testServer, map[string]token.Key) {
 	t.Helper()
+	return authServerCfg(t, now, func(c *origin.Config) {
+		if mod != nil {
+			mod(&c.Auth)
+		}
+	})
+}
+
+// authServerCfg is authServer with the whole configuration to change.
+func authServerCfg(t *testing.T, now time.Time, mod func(*origin.Config)) (*testServer, map[string]token.Key) {
+	t.Helper()
 	keys := map[string]token.Key{
 		"k1":  {ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")},
 		"k2":  {ID: "k2", Secret: []byte("fedcba9876543210fedcba9876543210")},
@@ -25,9 +35,7 @@ func authServer(t *testing.T, now time.Time, mod func(*origin.AuthConfig)) (*tes
 		c.Now = func() time.Time { return now }
 		c.Auth.Keys = ring
 		c.Auth.Public = []string{"/public/"}
-		if mod != nil {
-			mod(&c.Auth)
-		}
+		mod(c)
 	})
 	writeFile(t, ts.root, "vod/title42/master.m3u8", "#EXTM3U\n")
 	writeFile(t, ts.root, "vod/title42/v1/seg1.ts", "segment-42")

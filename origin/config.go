@@ -38,6 +38,21 @@ type Config struct {
 	CacheControlSegment  string
 	CacheControlOther    string
 
+	// CacheControlNotFound (404, 410), CacheControlDenied (401, 403),
+	// CacheControlRange (416), CacheControlClientError (any other 4xx:
+	// 400, 405, 408, 412, 431) and CacheControlServerError (5xx) are the
+	// Cache-Control values of error responses, so that a CDN's own
+	// default negative caching does not decide. Empty omits the header.
+	CacheControlNotFound    string
+	CacheControlDenied      string
+	CacheControlRange       string
+	CacheControlClientError string
+	CacheControlServerError string
+
+	// Headers are operator response headers by kind of response (see
+	// HeaderRule); names the server sets itself are refused.
+	Headers []HeaderRule
+
 	// MaxRanges caps the ranges of one request after coalescing; a request
 	// with more is answered 200 with the whole file (RFC 9110 §14.2 lets a
 	// server ignore Range).
@@ -110,17 +125,29 @@ func DefaultConfig() Config {
 		CacheControlPlaylist: "public, max-age=10",
 		CacheControlSegment:  "public, max-age=31536000, immutable",
 		CacheControlOther:    "public, max-age=300",
-		MaxRanges:            64,
-		CacheFiles:           4096,
-		NegativeTTL:          time.Second,
-		Watch:                true,
-		RevalidateEvery:      2 * time.Second,
-		ReadTimeout:          30 * time.Second,
-		WriteTimeout:         60 * time.Second,
-		IdleTimeout:          75 * time.Second,
-		MaxHeaderBytes:       8192,
-		ServerName:           "segorigin",
-		TLS:                  TLSConfig{KTLS: KTLSAuto, ReloadEvery: 5 * time.Second},
+		// A file that appears (a live packager's next segment) must not
+		// stay missing at the edge for long; 10 s spares the origin a
+		// flood of identical misses.
+		CacheControlNotFound: "max-age=10",
+		// A 401/403 depends on the request's token, which a CDN's cache
+		// key may not include (cookie, Authorization); a 416 depends on
+		// the Range header; other 4xx on the request's bytes; 5xx are
+		// transient.
+		CacheControlDenied:      "no-store",
+		CacheControlRange:       "no-store",
+		CacheControlClientError: "no-store",
+		CacheControlServerError: "no-store",
+		MaxRanges:               64,
+		CacheFiles:              4096,
+		NegativeTTL:             time.Second,
+		Watch:                   true,
+		RevalidateEvery:         2 * time.Second,
+		ReadTimeout:             30 * time.Second,
+		WriteTimeout:            60 * time.Second,
+		IdleTimeout:             75 * time.Second,
+		MaxHeaderBytes:          8192,
+		ServerName:              "segorigin",
+		TLS:                     TLSConfig{KTLS: KTLSAuto, ReloadEvery: 5 * time.Second},
 		Auth: AuthConfig{
 			PathPrefix:    "t",
 			QueryParam:    "token",
@@ -163,6 +190,11 @@ func (c *Config) validate() error {
 	}
 	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.MaxRequestsPerConn < 0 {
 		errs = append(errs, errors.New("max-conns, max-conns-per-ip, max-requests-per-conn: want >= 0"))
+	}
+	for _, r := range c.Headers {
+		if err := r.validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := c.TLS.Validate(); err != nil {
 		errs = append(errs, err)

@@ -79,7 +79,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 			s.log.Info("refused a path that leaves the root", "err", err)
 		}
 	}
-	ctx.Response.Header.Del("Cache-Control")
+	s.setErrorHeaders(&ctx.Response.Header, code)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(strconv.Itoa(code) + " " + fasthttp.StatusMessage(code) + "\n")
@@ -104,6 +104,7 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(), "err", err)
 	}
 	s.setCORS(ctx, ctx.Request.Header.Peek("Origin"))
+	s.setErrorHeaders(&ctx.Response.Header, code)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(strconv.Itoa(code) + " " + fasthttp.StatusMessage(code) + "\n")

@@ -49,9 +49,10 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 		s.fail(ctx, err)
 		return kindOther, false
 	}
+	var g grant
 	if a := s.auth.Load(); a != nil {
 		file, seg := a.stripCarrier(name)
-		if err := a.check(ctx, file, seg, s.cfg.Now()); err != nil {
+		if g, err = a.check(ctx, file, seg, s.clientIP(ctx), s.cfg.Now()); err != nil {
 			s.deny(ctx, a, file, err)
 			return kindOther, false
 		}
@@ -62,18 +63,18 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 		s.fail(ctx, err)
 		return kindOther, false
 	}
-	return s.serveFile(ctx, name, h, &rh)
+	return s.serveFile(ctx, name, h, &rh, g)
 }
 
 // serveFile answers GET or HEAD for an open file. It owns h: it either hands
 // it to a body stream (released by the stream's Close) or releases it.
-func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handle, rh *reqHeaders) (kind, bool) {
+func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handle, rh *reqHeaders, g grant) (kind, bool) {
 	v := validators{etag: h.ETag, modTime: h.ModTime.Truncate(time.Second)}
 	mt := lookupType(name)
 	switch evaluatePreconditions(rh, v) {
 	case notModified:
 		h.Release()
-		s.setValidators(ctx, mt.kind, v)
+		s.setValidators(ctx, mt.kind, v, g)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Status3xx.Add(1)
 		s.stats.Kinds[mt.kind].Add(1)
@@ -109,7 +110,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 		}
 	}
 
-	s.setValidators(ctx, mt.kind, v)
+	s.setValidators(ctx, mt.kind, v, g)
 	s.stats.Kinds[mt.kind].Add(1)
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrAcceptRanges, valBytes)
@@ -149,13 +150,20 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 
 // setValidators writes the headers a 200, 206 and 304 share: RFC 9110
 // §15.4.5 says a 304 carries the ETag, Cache-Control and Date the 200 would.
-func (s *Server) setValidators(ctx *fasthttp.RequestCtx, k kind, v validators) {
+// A token's grant caps the Cache-Control lifetime (capCacheControl).
+func (s *Server) setValidators(ctx *fasthttp.RequestCtx, k kind, v validators, g grant) {
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrETag, []byte(v.etag)) // short: converted on the stack
 	hdr.SetLastModified(v.modTime)
-	if cc := s.cacheControl[k]; len(cc) > 0 {
+	cc := s.cacheControl[k]
+	if g.until != 0 {
+		var buf [160]byte
+		cc = capCacheControl(buf[:0], cc, g.until-s.cfg.Now().Unix(), g.private)
+	}
+	if len(cc) > 0 {
 		hdr.SetCanonical(hdrCacheControl, cc)
 	}
+	s.addOperatorHeaders(hdr, s.extraHeaders[k])
 }
 
 // Response header names in the form fasthttp's Set would normalise them to

@@ -45,7 +45,9 @@ type Server struct {
 
 	streamPool sync.Pool // *bodyStream
 
-	cacheControl [3][]byte // Cache-Control value by kind, from cfg
+	cacheControl [3][]byte                 // Cache-Control value by kind, from cfg
+	errorCC      errorCacheControl         // Cache-Control of error responses by status, from cfg
+	extraHeaders [kindError + 1][]headerKV // operator headers by kind, kindError for errors
 
 	latency   *prometheus.HistogramVec
 	latencyBy [3]prometheus.Observer // latency's children by kind, resolved once
@@ -66,7 +68,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("origin: root: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, root: root, cors: newCORSPolicy(cfg.CORSOrigins), cacheControl: cacheControlValues(cfg)}
+	s := &Server{cfg: cfg, log: cfg.Logger, root: root, cors: newCORSPolicy(cfg.CORSOrigins),
+		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers)}
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now

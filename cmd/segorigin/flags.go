@@ -77,6 +77,12 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.StringVar(&c.CacheControlPlaylist, "cache-control-playlist", c.CacheControlPlaylist, "Cache-Control for playlists and manifests (.m3u8, .mpd)")
 	fs.StringVar(&c.CacheControlSegment, "cache-control-segment", c.CacheControlSegment, "Cache-Control for media segments (.ts, .m4s, .mp4, ...)")
 	fs.StringVar(&c.CacheControlOther, "cache-control-other", c.CacheControlOther, "Cache-Control for any other file")
+	fs.StringVar(&c.CacheControlNotFound, "cache-control-notfound", c.CacheControlNotFound, "Cache-Control of 404 and 410 (empty omits it)")
+	fs.StringVar(&c.CacheControlDenied, "cache-control-denied", c.CacheControlDenied, "Cache-Control of 401 and 403")
+	fs.StringVar(&c.CacheControlRange, "cache-control-range", c.CacheControlRange, "Cache-Control of 416")
+	fs.StringVar(&c.CacheControlClientError, "cache-control-client-error", c.CacheControlClientError, "Cache-Control of any other 4xx (400, 405, 408, 412, 431)")
+	fs.StringVar(&c.CacheControlServerError, "cache-control-server-error", c.CacheControlServerError, "Cache-Control of 5xx")
+	fs.Var((*headerRules)(&c.Headers), "header", "operator response header `kind:Name: value`, kind one of playlist, segment, other, error, all (repeatable; in SEGORIGIN_HEADER one a line)")
 	fs.IntVar(&c.MaxRanges, "max-ranges", c.MaxRanges, "most ranges answered in one request (after coalescing); more gets the whole file")
 	fs.IntVar(&c.CacheFiles, "cache-files", c.CacheFiles, "open files kept in the cache; 0 disables it")
 	fs.DurationVar(&c.NegativeTTL, "negative-ttl", c.NegativeTTL, "how long a missing file is remembered")
@@ -152,6 +158,36 @@ func applyEnv(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) error {
 		}
 	})
 	return err
+}
+
+// headerRules is the repeatable -header flag.
+type headerRules []origin.HeaderRule
+
+func (h *headerRules) String() string {
+	if h == nil {
+		return ""
+	}
+	var parts []string
+	for _, r := range *h {
+		parts = append(parts, r.Kind+":"+r.Name+": "+r.Value)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Set adds one rule per line of v: a flag gives one, an environment
+// variable may give several.
+func (h *headerRules) Set(v string) error {
+	for line := range strings.SplitSeq(v, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		r, err := origin.ParseHeaderRule(line)
+		if err != nil {
+			return err
+		}
+		*h = append(*h, r)
+	}
+	return nil
 }
 
 func splitList(s string) []string {

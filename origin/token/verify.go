@@ -80,21 +80,30 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 // time (ErrExpired, ErrNotYetValid), the address (ErrIP) and the ACL
 // (ErrScope). A valid token costs no allocation.
 func (v *Verifier) Verify(tok, cleanPath, clientIP string, now time.Time) error {
-	return verifyCopy(v, tok, cleanPath, clientIP, now)
+	_, err := verifyCopy(v, tok, cleanPath, clientIP, now)
+	return err
 }
 
 // VerifyBytes is Verify for a token held in a byte slice (a query
 // argument, cookie or header value); tok is only read.
 func (v *Verifier) VerifyBytes(tok []byte, cleanPath, clientIP string, now time.Time) error {
+	_, err := verifyCopy(v, tok, cleanPath, clientIP, now)
+	return err
+}
+
+// VerifyBytesUntil is VerifyBytes that also returns, for a valid token,
+// its last valid second (exp=, without the skew): what a response it
+// authorises may be cached for at most.
+func (v *Verifier) VerifyBytesUntil(tok []byte, cleanPath, clientIP string, now time.Time) (time.Time, error) {
 	return verifyCopy(v, tok, cleanPath, clientIP, now)
 }
 
 // verifyCopy is Verify and VerifyBytes: tok is copied into pooled scratch,
 // since viewing a string as []byte would need a converting allocation, so
 // neither form allocates and the caller's bytes are only read.
-func verifyCopy[T string | []byte](v *Verifier, tok T, cleanPath, clientIP string, now time.Time) error {
+func verifyCopy[T string | []byte](v *Verifier, tok T, cleanPath, clientIP string, now time.Time) (time.Time, error) {
 	if len(tok) > MaxTokenLen {
-		return errTooLong
+		return time.Time{}, errTooLong
 	}
 	s := v.scratch.Get().(*scratch)
 	defer v.scratch.Put(s)
@@ -105,42 +114,51 @@ func verifyCopy[T string | []byte](v *Verifier, tok T, cleanPath, clientIP strin
 // VerifySegment is Verify for a token in its path-segment form (see
 // PathSegment): it decodes seg and verifies the token without allocating.
 func (v *Verifier) VerifySegment(seg, cleanPath, clientIP string, now time.Time) error {
+	_, err := v.VerifySegmentUntil(seg, cleanPath, clientIP, now)
+	return err
+}
+
+// VerifySegmentUntil is VerifySegment that also returns, for a valid
+// token, its last valid second (see VerifyBytesUntil).
+func (v *Verifier) VerifySegmentUntil(seg, cleanPath, clientIP string, now time.Time) (time.Time, error) {
 	if len(seg) > maxSegmentLen {
-		return errSegmentLong
+		return time.Time{}, errSegmentLong
 	}
 	s := v.scratch.Get().(*scratch)
 	defer v.scratch.Put(s)
 	n, err := decodeSegment(s.buf[:MaxTokenLen], seg)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	return v.verify(s, s.buf[:n], cleanPath, clientIP, now)
 }
 
-func (v *Verifier) verify(s *scratch, tok []byte, path, clientIP string, now time.Time) error {
+// verify checks tok and returns its exp= for a valid token.
+func (v *Verifier) verify(s *scratch, tok []byte, path, clientIP string, now time.Time) (time.Time, error) {
 	var p parsed
 	if err := p.parse(tok); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	if !isClean(path) {
-		return errRawPath
+		return time.Time{}, errRawPath
 	}
 	if err := v.authenticate(s, &p, path); err != nil {
-		return err
+		return time.Time{}, err
 	}
-	if now.After(time.Unix(p.exp, 0).Add(v.skew)) {
-		return ErrExpired
+	exp := time.Unix(p.exp, 0)
+	if now.After(exp.Add(v.skew)) {
+		return time.Time{}, ErrExpired
 	}
 	if p.hasStart && now.Add(v.skew).Before(time.Unix(p.start, 0)) {
-		return ErrNotYetValid
+		return time.Time{}, ErrNotYetValid
 	}
 	if p.ip != nil && !sameIP(p.ip, clientIP) {
-		return ErrIP
+		return time.Time{}, ErrIP
 	}
 	if p.acl != nil && !matchACL(p.acl, path) {
-		return ErrScope
+		return time.Time{}, ErrScope
 	}
-	return nil
+	return exp, nil
 }
 
 // authenticate finds the key the token names, or tries each key in turn

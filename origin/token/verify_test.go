@@ -331,3 +331,21 @@ func TestVerifyConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestVerifyUntil: a valid token's exp= comes back, so that the origin can
+// cap how long a response it authorises is cached; a refused one gives
+// the zero time.
+func TestVerifyUntil(t *testing.T) {
+	v := testVerifier(t, key1)
+	master := "/vod/title42/master.m3u8"
+	if got, err := v.VerifySegmentUntil(PathSegment(opensslToken), master, "", t0); err != nil || !got.Equal(tExp) {
+		t.Errorf("VerifySegmentUntil = %v, %v; want %v, nil", got, err, tExp)
+	}
+	if got, err := v.VerifyBytesUntil([]byte(opensslToken), master, "", t0); err != nil || !got.Equal(tExp) {
+		t.Errorf("VerifyBytesUntil = %v, %v; want %v, nil", got, err, tExp)
+	}
+	late := tExp.Add(time.Hour)
+	if got, err := v.VerifyBytesUntil([]byte(opensslToken), master, "", late); !errors.Is(err, ErrExpired) || !got.IsZero() {
+		t.Errorf("VerifyBytesUntil(expired) = %v, %v; want zero time, ErrExpired", got, err)
+	}
+}
