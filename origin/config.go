@@ -29,6 +29,16 @@ type Config struct {
 	// CORSOrigins lists the origins allowed to fetch cross-origin; "*"
 	// allows any. Empty disables CORS headers.
 	CORSOrigins []string
+	// CORSAllowHeaders are the request headers a preflight allows
+	// (DefaultCORSAllowHeaders() by default).
+	CORSAllowHeaders []string
+	// CORSMaxAge is how long a browser may keep a preflight's answer
+	// (Chromium caps it at 2 h, Firefox at 24 h).
+	CORSMaxAge time.Duration
+	// CORSCredentials sends Access-Control-Allow-Credentials: true, so
+	// pages may fetch with cookies (the cookie token carrier). It needs
+	// an explicit CORSOrigins list: never "*".
+	CORSCredentials bool
 
 	// CacheControlPlaylist, CacheControlSegment and CacheControlOther are
 	// the Cache-Control values for playlists/manifests (.m3u8, .mpd), media
@@ -122,6 +132,8 @@ func DefaultConfig() Config {
 	return Config{
 		Root:                 "fixtures/media",
 		CORSOrigins:          []string{"*"},
+		CORSAllowHeaders:     DefaultCORSAllowHeaders(),
+		CORSMaxAge:           24 * time.Hour,
 		CacheControlPlaylist: "public, max-age=10",
 		CacheControlSegment:  "public, max-age=31536000, immutable",
 		CacheControlOther:    "public, max-age=300",
@@ -190,6 +202,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.MaxRequestsPerConn < 0 {
 		errs = append(errs, errors.New("max-conns, max-conns-per-ip, max-requests-per-conn: want >= 0"))
+	}
+	if err := c.validateCORS(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, r := range c.Headers {
 		if err := r.validate(); err != nil {

@@ -105,6 +105,7 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	}
 	s.setCORS(ctx, ctx.Request.Header.Peek("Origin"))
 	s.setErrorHeaders(&ctx.Response.Header, code)
+	ctx.Response.Header.SetCanonical(hdrNoSniff, valNoSniff)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(strconv.Itoa(code) + " " + fasthttp.StatusMessage(code) + "\n")

@@ -27,6 +27,9 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 	s.stats.Requests.Add(1)
 	var rh reqHeaders
 	rh.scan(&ctx.Request.Header)
+	// Every response: a browser must never guess a media or playlist
+	// response to be HTML or script (an uploaded .txt, a .json manifest).
+	ctx.Response.Header.SetCanonical(hdrNoSniff, valNoSniff)
 	s.setCORS(ctx, rh.origin)
 	switch {
 	case ctx.IsGet(), ctx.IsHead():
@@ -177,10 +180,15 @@ var (
 	hdrCacheControl  = []byte("Cache-Control")
 	hdrAllowOrigin   = []byte("Access-Control-Allow-Origin")
 	hdrExposeHeaders = []byte("Access-Control-Expose-Headers")
+	hdrAllowCreds    = []byte("Access-Control-Allow-Credentials")
+	hdrTimingAllow   = []byte("Timing-Allow-Origin")
+	hdrNoSniff       = []byte("X-Content-Type-Options")
 
 	valBytes         = []byte("bytes")
 	valAnyOrigin     = []byte("*")
 	valExposeHeaders = []byte(corsExposeHeaders)
+	valTrue          = []byte("true")
+	valNoSniff       = []byte("nosniff")
 )
 
 // cacheControlValues is the Cache-Control value by kind (nil: none).
@@ -208,45 +216,4 @@ func (s *Server) boundary() string {
 		return "segorigin-" + strconv.FormatInt(s.stats.Multipart.Load(), 36)
 	}
 	return b
-}
-
-// setCORS adds Access-Control-Allow-Origin (and Expose-Headers) to every
-// response when the request's Origin is allowed: players need it on 206,
-// 304 and errors too, or they cannot even read the status.
-func (s *Server) setCORS(ctx *fasthttp.RequestCtx, origin []byte) {
-	if !s.cors.enabled() {
-		return
-	}
-	hdr := &ctx.Response.Header
-	if !s.cors.any {
-		hdr.Add("Vary", "Origin")
-	}
-	if len(origin) == 0 {
-		if s.cors.any {
-			hdr.SetCanonical(hdrAllowOrigin, valAnyOrigin)
-		}
-		return
-	}
-	allow := s.cors.allow(origin)
-	if allow == "" {
-		return
-	}
-	hdr.SetCanonical(hdrAllowOrigin, []byte(allow))
-	hdr.SetCanonical(hdrExposeHeaders, valExposeHeaders)
-}
-
-// options answers OPTIONS: a CORS preflight when it carries
-// Access-Control-Request-Method, a plain capability answer otherwise.
-func (s *Server) options(ctx *fasthttp.RequestCtx) {
-	hdr := &ctx.Response.Header
-	hdr.Set("Allow", corsAllowMethods)
-	if len(ctx.Request.Header.Peek("Access-Control-Request-Method")) > 0 &&
-		len(hdr.Peek("Access-Control-Allow-Origin")) > 0 {
-		hdr.Set("Access-Control-Allow-Methods", corsAllowMethods)
-		hdr.Set("Access-Control-Allow-Headers", corsAllowHeaders)
-		hdr.Set("Access-Control-Max-Age", corsMaxAge)
-	}
-	hdr.SetContentLength(0)
-	ctx.SetStatusCode(fasthttp.StatusNoContent)
-	s.stats.Status2xx.Add(1)
 }

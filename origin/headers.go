@@ -1,7 +1,5 @@
 package origin
 
-import "strings"
-
 // kind is the class of a file for caching purposes.
 type kind uint8
 
@@ -66,46 +64,3 @@ func lookupType(name string) mediaType {
 	}
 	return mediaType{defaultContentType, kindOther}
 }
-
-// corsPolicy decides Access-Control-Allow-Origin. It is built once from the
-// configured list.
-type corsPolicy struct {
-	any     bool                // "*": every origin, no Vary needed
-	origins map[string]struct{} // exact origins to echo back
-}
-
-func newCORSPolicy(list []string) corsPolicy {
-	p := corsPolicy{origins: map[string]struct{}{}}
-	for _, o := range list {
-		o = strings.TrimSpace(o)
-		switch o {
-		case "":
-		case "*":
-			p.any = true
-		default:
-			p.origins[strings.TrimRight(o, "/")] = struct{}{}
-		}
-	}
-	return p
-}
-
-func (p corsPolicy) enabled() bool { return p.any || len(p.origins) > 0 }
-
-// allow returns the value for Access-Control-Allow-Origin, or "" when the
-// request's origin is not allowed.
-func (p corsPolicy) allow(origin []byte) string {
-	if p.any {
-		return "*"
-	}
-	if _, ok := p.origins[string(origin)]; ok {
-		return string(origin)
-	}
-	return ""
-}
-
-const (
-	corsAllowMethods  = "GET, HEAD, OPTIONS"
-	corsAllowHeaders  = "Range, If-Range, If-None-Match, If-Modified-Since, If-Match, If-Unmodified-Since, Authorization"
-	corsExposeHeaders = "Content-Length, Content-Range, Content-Type, ETag, Last-Modified, Accept-Ranges, Date"
-	corsMaxAge        = "86400"
-)

@@ -95,13 +95,16 @@ func TestCORS(t *testing.T) {
 		mustStatus(t, r, tc.status, tc.name)
 		mustHeader(t, r, "Access-Control-Allow-Origin", "*", tc.name)
 		mustHeader(t, r, "Access-Control-Expose-Headers", "Content-Length, Content-Range, Content-Type, ETag, Last-Modified, Accept-Ranges, Date", tc.name)
+		mustHeader(t, r, "Timing-Allow-Origin", "*", tc.name)
+		mustHeader(t, r, "X-Content-Type-Options", "nosniff", tc.name)
 	}
 	// Preflight for a multi-range request with If-Range.
 	r := ts.do("OPTIONS", "/test/digits.txt", origin, "Access-Control-Request-Method: GET", "Access-Control-Request-Headers: range, if-range")
 	mustStatus(t, r, 204, "preflight")
 	mustHeader(t, r, "Access-Control-Allow-Origin", "*", "preflight")
 	mustHeader(t, r, "Access-Control-Allow-Methods", "GET, HEAD, OPTIONS", "preflight")
-	mustHeader(t, r, "Access-Control-Allow-Headers", "Range, If-Range, If-None-Match, If-Modified-Since, If-Match, If-Unmodified-Since, Authorization", "preflight")
+	mustHeader(t, r, "Access-Control-Allow-Headers", "Range, If-Range, If-None-Match, If-Modified-Since, If-Match, If-Unmodified-Since, Authorization, CMCD-Request, CMCD-Object, CMCD-Session, CMCD-Status", "preflight")
+	mustHeader(t, r, "Access-Control-Max-Age", "86400", "preflight")
 }
 
 func TestCORSAllowList(t *testing.T) {

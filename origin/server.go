@@ -68,7 +68,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("origin: root: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, root: root, cors: newCORSPolicy(cfg.CORSOrigins),
+	s := &Server{cfg: cfg, log: cfg.Logger, root: root, cors: newCORSPolicy(cfg),
 		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers)}
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now

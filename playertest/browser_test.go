@@ -31,6 +31,7 @@ type playerCase struct {
 	Player     string `json:"player"` // hls, dash or shaka (page/player.js)
 	Src        string `json:"src"`
 	ExpectFail bool   `json:"expectFail,omitempty"`
+	CMCD       string `json:"cmcd,omitempty"` // "header": the player sends CMCD in request headers
 
 	stream stream
 }
@@ -61,18 +62,19 @@ type playerResult struct {
 
 // mediaRequest is one request the page made to the media origin.
 type mediaRequest struct {
-	URL           string `json:"url"`
-	Method        string `json:"method"`
-	Range         string `json:"range"`
-	IfRange       string `json:"ifRange"`
-	Status        int    `json:"status"`
-	ContentRange  string `json:"contentRange"`
-	ContentLength string `json:"contentLength"`
-	AllowOrigin   string `json:"allowOrigin"`
-	BodyLength    int64  `json:"bodyLength"`
-	SHA256        string `json:"sha256"`
-	BodyError     string `json:"bodyError"`
-	Failure       string `json:"failure"`
+	URL           string   `json:"url"`
+	Method        string   `json:"method"`
+	Range         string   `json:"range"`
+	IfRange       string   `json:"ifRange"`
+	Status        int      `json:"status"`
+	ContentRange  string   `json:"contentRange"`
+	ContentLength string   `json:"contentLength"`
+	AllowOrigin   string   `json:"allowOrigin"`
+	CMCD          []string `json:"cmcd"` // the request's CMCD-* headers, "name: value"
+	BodyLength    int64    `json:"bodyLength"`
+	SHA256        string   `json:"sha256"`
+	BodyError     string   `json:"bodyError"`
+	Failure       string   `json:"failure"`
 }
 
 // TestBrowserPlayers plays every HLS stream with hls.js and every DASH stream
@@ -100,6 +102,13 @@ func TestBrowserPlayers(t *testing.T) {
 			}
 		}
 	}
+	// CMCD in header mode, cross-origin: the preflight must allow the four
+	// CMCD headers or no media request gets through.
+	for _, pc := range []struct{ player, stream string }{{"hls", "hls-fmp4"}, {"dash", "dash-template"}} {
+		s := streamNamed(t, pc.stream)
+		cases = append(cases, playerCase{Name: "cmcd-header-" + playerLabel[pc.player] + "-" + s.name,
+			Player: pc.player, Src: variants[0].src(t, s.manifest), CMCD: "header", stream: s})
+	}
 	// Without a token: the player must stop on the 401 (hls.js on a playlist,
 	// dash.js on an MPD).
 	for _, pc := range []struct{ player, stream string }{{"hls", "hls-ts"}, {"dash", "dash-ondemand"}} {
@@ -126,6 +135,9 @@ func TestBrowserPlayers(t *testing.T) {
 			}
 			checkPlayed(t, c, r)
 			ranged := checkRequests(t, c, r, out.PageOrigin)
+			if c.CMCD != "" {
+				checkCMCD(t, c, r)
+			}
 			line := fmt.Sprintf("%-30s %-5s %-7s t=%.2fs %dx%d requests=%d ranged=%d preflights=%d (%d ms)",
 				c.Name, c.Player, r.Version, r.CurrentTime, r.VideoWidth, r.VideoHeight, len(r.Requests), ranged, countMethod(r.Requests, "OPTIONS"), r.ElapsedMs)
 			summary = append(summary, line)
@@ -172,6 +184,26 @@ func checkPlayed(t *testing.T, c playerCase, r playerResult) {
 	if st, err := os.Stat(r.Screenshot); err != nil || st.Size() == 0 {
 		t.Errorf("screenshot %q: %v", r.Screenshot, err)
 	}
+}
+
+// checkCMCD: the player sent CMCD headers on media requests that
+// succeeded, which a browser allows only after a preflight that listed
+// them.
+func checkCMCD(t *testing.T, c playerCase, r playerResult) {
+	t.Helper()
+	with := 0
+	var example []string
+	for _, q := range r.Requests {
+		if q.Method == "GET" && q.Status >= 200 && q.Status < 300 && len(q.CMCD) > 0 {
+			with++
+			example = q.CMCD
+		}
+	}
+	if with == 0 {
+		t.Errorf("%s on %s with CMCD in headers: no successful GET carried CMCD-* headers (requests %+v)", c.Player, c.Src, r.Requests)
+		return
+	}
+	t.Logf("%d successful GETs carried CMCD headers, e.g. %q", with, example)
 }
 
 // checkRefused: without a token the player stops with a fatal error, and the

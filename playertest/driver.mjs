@@ -9,7 +9,7 @@
 //
 // CASES.json: {"outDir": "...", "targetSeconds": 4, "timeoutMs": 30000, "rate": 2,
 //              "cases": [{"name", "player": "hls|dash|shaka", "src",
-//                         "expectFail": false}]}
+//                         "expectFail": false, "cmcd": ""|"header"}]}
 //
 // The test page and the player libraries are served by a static server on
 // another loopback port, so the media is always cross-origin. One browser
@@ -83,6 +83,7 @@ function recordRequests(ctx, mediaOrigin) {
         url: req.url(), method: req.method(), range: rh['range'] || '', ifRange: rh['if-range'] || '',
         status: resp.status(), contentRange: h['content-range'] || '', contentLength: h['content-length'] || '',
         allowOrigin: h['access-control-allow-origin'] || '', exposeHeaders: h['access-control-expose-headers'] || '',
+        cmcd: ['cmcd-request', 'cmcd-object', 'cmcd-session', 'cmcd-status'].filter((k) => rh[k]).map((k) => `${k}: ${rh[k]}`),
         bodyLength: -1, sha256: '',
       };
       if (req.method() === 'GET' && resp.status() < 300) {
@@ -119,7 +120,7 @@ async function runCase(browser, pageBase, c, cfg) {
   page.on('pageerror', (e) => { if (console.length < 20) console.push(`pageerror: ${e.message}`); });
   const result = { name: c.name, player: c.player, src: c.src, passed: false };
   try {
-    await page.goto(`${pageBase}/index.html?player=${c.player}&rate=${cfg.rate}&src=${encodeURIComponent(c.src)}`);
+    await page.goto(`${pageBase}/index.html?player=${c.player}&rate=${cfg.rate}&cmcd=${c.cmcd || ''}&src=${encodeURIComponent(c.src)}`);
     const target = c.expectFail ? 1e9 : cfg.targetSeconds;
     try {
       await page.waitForFunction(

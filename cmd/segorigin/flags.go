@@ -62,7 +62,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	c := &o.cfg
 	fs := flag.NewFlagSet("segorigin", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cors, authPublic string
+	var cors, corsHeaders, authPublic string
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "plain HTTP listen `address` (port 0 picks a free port)")
 	fs.StringVar(&o.tlsListen, "tls-listen", "", "HTTPS listen `address` beside -listen (port 0 picks a free port); needs -tls-cert and -tls-key, or -tls-dev")
 	fs.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM certificate chain `file` for -tls-listen (reloaded when it changes and on SIGHUP)")
@@ -74,6 +74,9 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.BoolVar(&c.FollowSymlinks, "follow-symlinks", false, "let symlinks under the root point outside it")
 	fs.BoolVar(&c.ServeDotfiles, "serve-dotfiles", false, "serve paths with a segment starting with '.' (.well-known/...); otherwise 404")
 	fs.StringVar(&cors, "cors-origins", strings.Join(c.CORSOrigins, ","), "comma-separated origins allowed cross-origin; * for any; empty for none")
+	fs.StringVar(&corsHeaders, "cors-allow-headers", strings.Join(c.CORSAllowHeaders, ","), "comma-separated request headers a CORS preflight allows")
+	fs.DurationVar(&c.CORSMaxAge, "cors-max-age", c.CORSMaxAge, "how long browsers may keep a preflight's answer (Access-Control-Max-Age)")
+	fs.BoolVar(&c.CORSCredentials, "cors-credentials", false, "send Access-Control-Allow-Credentials: true (cookies cross-origin); needs an explicit -cors-origins list, not *")
 	fs.StringVar(&c.CacheControlPlaylist, "cache-control-playlist", c.CacheControlPlaylist, "Cache-Control for playlists and manifests (.m3u8, .mpd)")
 	fs.StringVar(&c.CacheControlSegment, "cache-control-segment", c.CacheControlSegment, "Cache-Control for media segments (.ts, .m4s, .mp4, ...)")
 	fs.StringVar(&c.CacheControlOther, "cache-control-other", c.CacheControlOther, "Cache-Control for any other file")
@@ -133,6 +136,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 		return nil, errors.New("-tls-cert, -tls-key and -tls-dev need -tls-listen")
 	}
 	c.CORSOrigins = splitList(cors)
+	c.CORSAllowHeaders = splitList(corsHeaders)
 	c.Auth.Public = splitList(authPublic)
 	if err := o.loadAuth(); err != nil {
 		return nil, err

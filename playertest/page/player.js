@@ -8,6 +8,10 @@ const playerName = params.get('player');
 const src = params.get('src');
 // Faster than real time keeps the suite short; players fetch the same.
 const rate = Number(params.get('rate')) || 1;
+// cmcd=header: the player sends CTA-5004 CMCD in the CMCD-Request, -Object,
+// -Session and -Status headers, which are not CORS-safelisted: every media
+// request is then preflighted.
+const cmcdHeaders = params.get('cmcd') === 'header';
 const video = document.getElementById('video');
 const statusLine = document.getElementById('status');
 
@@ -52,7 +56,9 @@ async function playHls() {
   await loadScript('/lib/hls.js');
   state.version = Hls.version;
   if (!Hls.isSupported()) throw new Error('hls.js: MediaSource not supported');
-  const hls = new Hls({ enableWorker: true });
+  const config = { enableWorker: true };
+  if (cmcdHeaders) config.cmcd = { useHeaders: true, sessionId: 'playertest', contentId: 'fixture' };
+  const hls = new Hls(config);
   hls.on(Hls.Events.ERROR, (_, d) => {
     const what = `${d.type}/${d.details}` + (d.response ? ` status=${d.response.code}` : '') +
       (d.error ? `: ${d.error.message}` : '');
@@ -74,6 +80,10 @@ async function playDash() {
     fatal(`dash.js error ${err.code}: ${err.message}`);
   });
   player.on(ev.PLAYBACK_ERROR, (e) => fatal(`dash.js playback error: ${e.error && e.error.message}`));
+  if (cmcdHeaders) {
+    // dash.js 5.2 spells the mode 'headers' (its index.d.ts still says 'header').
+    player.updateSettings({ streaming: { cmcd: { enabled: true, mode: 'headers', sid: 'playertest', cid: 'fixture' } } });
+  }
   player.initialize(video, src, true);
 }
 
