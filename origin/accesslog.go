@@ -47,7 +47,7 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, k kind, sent int64, via string
 		slog.Int64("bytes", sent),
 		slog.Duration("duration", d),
 		slog.String("via", via),
-		slog.String("client", ctx.RemoteIP().String()),
+		slog.String("client", s.clientIP(ctx)),
 	)
 }
 

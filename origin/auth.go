@@ -265,7 +265,7 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 	r := reason(err)
 	if l := &a.logs[reasonIndex(r)]; l.Allow() {
 		s.log.Info("request refused", "status", code, "reason", r, "path", "/"+file,
-			"client", ctx.RemoteIP().String())
+			"client", s.clientIP(ctx))
 	}
 	s.stats.Status4xx.Add(1)
 	s.setErrorHeaders(&ctx.Response.Header, code)

@@ -107,6 +107,25 @@ type Config struct {
 	// (for diagnosis and for comparison benchmarks).
 	DisableSendfile bool
 
+	// TrustedProxies lists the CIDR prefixes (or single addresses) of the
+	// proxies in front of the origin: a CDN's shield, a load balancer. Only
+	// their connections may name another client, by ClientIPHeader or a
+	// PROXY header. Empty: every peer is the client.
+	TrustedProxies []string
+	// ClientIPHeader is the header trusted proxies write the client's
+	// address in: "X-Forwarded-For" (default; nginx, most CDNs),
+	// "Forwarded" (RFC 7239) or "none"; empty means X-Forwarded-For. Only one is read: a proxy that
+	// writes one passes the other through untouched, forged or not.
+	ClientIPHeader string
+	// ProxyProtocol says whether listeners take a PROXY protocol header
+	// (v1 or v2, from HAProxy, nginx's stream proxy_protocol, cloud load
+	// balancers) before the first request: "off" (default), "optional"
+	// (trusted proxies may send one) or "required" (trusted proxies must).
+	// A peer outside TrustedProxies that sends one is disconnected. The
+	// header's source is then the connection's client for everything:
+	// per-IP limits, tokens, logs.
+	ProxyProtocol string
+
 	// Auth enables signed-URL authorization (off when it has no keys).
 	Auth AuthConfig
 
@@ -158,6 +177,7 @@ func DefaultConfig() Config {
 		WriteTimeout:            60 * time.Second,
 		IdleTimeout:             75 * time.Second,
 		MaxHeaderBytes:          8192,
+		ClientIPHeader:          ClientIPHeaderXFF,
 		ServerName:              "segorigin",
 		TLS:                     TLSConfig{KTLS: KTLSAuto, ReloadEvery: 5 * time.Second},
 		Auth: AuthConfig{

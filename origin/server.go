@@ -26,17 +26,18 @@ import (
 // Server is a segorigin origin: one fasthttp server over one media root,
 // with its file cache and, when enabled, the watcher that invalidates it.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	root  *os.Root // confines opens to cfg.Root (symlinks included)
-	cache *cache.Cache
-	watch *watcher.Watcher // nil when cfg.Watch is false
-	http  *fasthttp.Server
-	cors  corsPolicy
-	auth  atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
-	gate  *conn.Gate                 // connection limits of every listener
-	tls   *conn.TLS                  // nil without a TLS certificate
-	stats Stats
+	cfg      Config
+	log      *slog.Logger
+	root     *os.Root // confines opens to cfg.Root (symlinks included)
+	cache    *cache.Cache
+	watch    *watcher.Watcher // nil when cfg.Watch is false
+	http     *fasthttp.Server
+	cors     corsPolicy
+	clientID clientIdentity             // who a request is from (trusted proxies)
+	auth     atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
+	gate     *conn.Gate                 // connection limits of every listener
+	tls      *conn.TLS                  // nil without a TLS certificate
+	stats    Stats
 
 	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
 
@@ -68,7 +69,12 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("origin: root: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, root: root, cors: newCORSPolicy(cfg),
+	clientID, err := newClientIdentity(cfg)
+	if err != nil {
+		root.Close()
+		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
+	}
+	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, root: root, cors: newCORSPolicy(cfg),
 		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers)}
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now

@@ -62,7 +62,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	c := &o.cfg
 	fs := flag.NewFlagSet("segorigin", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	var cors, corsHeaders, authPublic string
+	var cors, corsHeaders, authPublic, trusted string
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "plain HTTP listen `address` (port 0 picks a free port)")
 	fs.StringVar(&o.tlsListen, "tls-listen", "", "HTTPS listen `address` beside -listen (port 0 picks a free port); needs -tls-cert and -tls-key, or -tls-dev")
 	fs.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM certificate chain `file` for -tls-listen (reloaded when it changes and on SIGHUP)")
@@ -99,6 +99,9 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.IntVar(&c.MaxHeaderBytes, "max-header-bytes", c.MaxHeaderBytes, "largest request line plus headers (431 beyond)")
 	fs.IntVar(&c.MaxConns, "max-conns", c.MaxConns, "most concurrent connections (0: no limit)")
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", c.MaxConnsPerIP, "most concurrent connections per client IP (0: no limit)")
+	fs.StringVar(&trusted, "trusted-proxies", "", "comma-separated CIDR prefixes (or addresses) of the proxies in front: only they may name the client, by -client-ip-header or a PROXY header")
+	fs.StringVar(&c.ClientIPHeader, "client-ip-header", c.ClientIPHeader, "header trusted proxies name the client in: X-Forwarded-For, Forwarded (RFC 7239) or none")
+	fs.StringVar(&c.ProxyProtocol, "proxy-protocol", "off", "PROXY protocol v1/v2 header from trusted proxies: off, optional, required (refused from any other peer)")
 	fs.BoolVar(&c.DisableSendfile, "disable-sendfile", false, "send bodies by userspace copy even on plain TCP (diagnosis, comparisons)")
 	fs.StringVar(&c.ServerName, "server-name", c.ServerName, "Server header value (empty omits it)")
 	fs.StringVar(&o.authKeyFile, "auth-key-file", "", "require signed tokens, verified with the keys in this `file` (lines: <key-id> <secret hex>)")
@@ -138,6 +141,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	c.CORSOrigins = splitList(cors)
 	c.CORSAllowHeaders = splitList(corsHeaders)
 	c.Auth.Public = splitList(authPublic)
+	c.TrustedProxies = splitList(trusted)
 	if err := o.loadAuth(); err != nil {
 		return nil, err
 	}
