@@ -30,6 +30,9 @@ type shieldConfig struct {
 	Listen      string
 	Origins     []string
 	FailTimeout string
+
+	StreamModule string // ngx_stream_module.so to load; "" when StreamListen is ""
+	StreamListen string // host:port of the PROXY protocol pass-through; "": none
 }
 
 // failTimeout is how long the test's shield keeps a failed origin out of
@@ -67,6 +70,12 @@ type shield struct {
 // stopping it reaches its workers too.
 func startShield(t *testing.T, dir string, origins []string) *shield {
 	t.Helper()
+	return startShieldWith(t, dir, origins, nil)
+}
+
+// startShieldWith is startShield with the configuration changed by mod.
+func startShieldWith(t *testing.T, dir string, origins []string, mod func(*shieldConfig)) *shield {
+	t.Helper()
 	tmpl, err := template.ParseFiles("nginx-shield.conf")
 	if err != nil {
 		t.Fatal(err)
@@ -82,6 +91,9 @@ func startShield(t *testing.T, dir string, origins []string) *shield {
 		Listen:      fmt.Sprintf("127.0.0.1:%d", port),
 		Origins:     origins,
 		FailTimeout: failTimeout.String(),
+	}
+	if mod != nil {
+		mod(&cfg)
 	}
 	for _, d := range []string{cfg.RunDir, cfg.TempDir, cfg.CacheDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -26,10 +26,11 @@ const originPort = 8080
 // random id, so two runs on one host do not collide; everything is removed
 // by t.Cleanup, on failure too.
 type topology struct {
-	id     string   // 4 hex digits, in every link and namespace name
-	bridge string   // bridge in the root namespace
-	netns  []string // one namespace per origin
-	hosts  []string // origin IP addresses, netns[i] holds hosts[i]
+	id      string   // 4 hex digits, in every link and namespace name
+	bridge  string   // bridge in the root namespace
+	gateway string   // the bridge's address: every connection from the root namespace (the shield) comes from it
+	netns   []string // one namespace per origin
+	hosts   []string // origin IP addresses, netns[i] holds hosts[i]
 }
 
 // ipCmd runs ip(8) with a bounded time and returns its combined output.
@@ -107,7 +108,8 @@ func newTopology(t *testing.T, n int) *topology {
 			t.Errorf("cleanup: %v", err)
 		}
 	})
-	mustIP(t, "addr", "add", fmt.Sprintf("10.213.%d.1/24", subnet), "dev", tp.bridge)
+	tp.gateway = fmt.Sprintf("10.213.%d.1", subnet)
+	mustIP(t, "addr", "add", tp.gateway+"/24", "dev", tp.bridge)
 	mustIP(t, "link", "set", tp.bridge, "up")
 
 	for i := range n {

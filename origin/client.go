@@ -17,13 +17,6 @@ const (
 	ClientIPHeaderNone      = "none"
 )
 
-// PROXY protocol modes (Config.ProxyProtocol).
-const (
-	ProxyProtocolOff      = "off"
-	ProxyProtocolOptional = "optional"
-	ProxyProtocolRequired = "required"
-)
-
 // clientIdentity is how the server tells who a request is from: the
 // trusted proxies and which header they write.
 type clientIdentity struct {
@@ -44,15 +37,6 @@ func newClientIdentity(cfg Config) (clientIdentity, error) {
 	default:
 		return clientIdentity{}, fmt.Errorf("client-ip-header: %q, want %s, %s or %s",
 			cfg.ClientIPHeader, ClientIPHeaderXFF, ClientIPHeaderForwarded, ClientIPHeaderNone)
-	}
-	switch cfg.ProxyProtocol {
-	case "", ProxyProtocolOff:
-	case ProxyProtocolOptional, ProxyProtocolRequired:
-		if tr.Empty() {
-			return clientIdentity{}, fmt.Errorf("proxy-protocol: needs -trusted-proxies (the peers allowed to send PROXY headers)")
-		}
-	default:
-		return clientIdentity{}, fmt.Errorf("proxy-protocol: %q, want off, optional or required", cfg.ProxyProtocol)
 	}
 	return clientIdentity{trusted: tr, header: cfg.ClientIPHeader}, nil
 }

@@ -119,7 +119,7 @@ type Config struct {
 	ClientIPHeader string
 	// ProxyProtocol says whether listeners take a PROXY protocol header
 	// (v1 or v2, from HAProxy, nginx's stream proxy_protocol, cloud load
-	// balancers) before the first request: "off" (default), "optional"
+	// balancers) before the first request: "off" (default, also ""), "optional"
 	// (trusted proxies may send one) or "required" (trusted proxies must).
 	// A peer outside TrustedProxies that sends one is disconnected. The
 	// header's source is then the connection's client for everything:

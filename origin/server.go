@@ -92,6 +92,8 @@ func New(cfg Config) (*Server, error) {
 	if s.gate, err = conn.NewGate(conn.GateConfig{
 		MaxConns:      cfg.MaxConns,
 		MaxConnsPerIP: cfg.MaxConnsPerIP,
+		Trusted:       s.clientID.trusted,
+		Proxy:         conn.ProxyMode(cfg.ProxyProtocol),
 		OnFDPressure:  s.onFDPressure,
 		Logger:        s.log,
 		Stats:         &s.stats.ListenerStats,

@@ -33,6 +33,7 @@ var metricDescs = map[string]*prometheus.Desc{
 	"conns":         newDesc("connections_open", "Plain TCP connections open."),
 	"accept_emfile": newDesc("accept_emfile_total", "Accepts that failed for lack of file descriptors (retried after shedding the cache)."),
 	"conns_refused": newDesc("connections_refused_total", "Connections closed at accept by -max-conns or -max-conns-per-ip."),
+	"proxy":         newDesc("proxy_protocol_total", "Connections by PROXY protocol outcome (with -proxy-protocol).", "outcome"),
 	"body_resp":     newDesc("body_responses_total", "Response bodies by transport path.", "path"),
 	"body_bytes":    newDesc("body_bytes_total", "Body bytes sent by transport path.", "path"),
 	"sf_fallback":   newDesc("sendfile_fallbacks_total", "Responses where the file system refused sendfile and copy served."),
@@ -76,6 +77,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter("ranges_ignore", st.RangesIgnored.Load())
 	gauge("conns", float64(st.ConnsOpen.Load()))
 	counter("conns_refused", st.ConnsRefused.Load())
+	for outcome, v := range map[string]*atomic.Int64{
+		"accepted": &st.ProxyAccepted, "local": &st.ProxyLocal, "absent": &st.ProxyAbsent,
+		"missing": &st.ProxyMissing, "untrusted": &st.ProxyUntrusted, "malformed": &st.ProxyMalformed,
+	} {
+		counter("proxy", v.Load(), outcome)
+	}
 	t := &st.Transport
 	for path, v := range map[string][2]*atomic.Int64{
 		"sendfile": {&t.SendfileResponses, &t.SendfileBytes},

@@ -11,6 +11,16 @@
 //     reported through GateConfig.OnFDPressure (the owner of idle
 //     descriptors gives some back), and retried after a backoff of 5 ms
 //     doubling to 1 s, as net/http does.
+//   - The PROXY protocol (proxy.go, proxy_linux.go; parsing in
+//     origin/clientaddr), when GateConfig.Proxy is on: on a connection's
+//     first Read, its first bytes are peeked (MSG_PEEK, waiting on the
+//     netpoller under the read deadline while they are a valid start of a
+//     header); a trusted proxy's header is consumed to exactly its length,
+//     its source becomes RemoteAddr and the per-IP key; a header from any
+//     other peer, a malformed one, or none where one is required fails
+//     every Read with an error wrapping net.ErrClosed (closed, counted,
+//     logged rate-limited). A trusted proxy's own connections are not
+//     limited per IP.
 //   - TCP (tcp.go, tcp_linux.go): every accepted TCP connection, with its
 //     RawConn kept, and the typed writes of the body paths: CorkHeader
 //     (the next Write, a response header, leaves with MSG_MORE so it shares

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"segorigin/internal/ratelog"
+	"segorigin/origin/clientaddr"
 )
 
 // GateConfig configures the connection limits every listener of a server
@@ -27,6 +28,15 @@ type GateConfig struct {
 	// Logger receives the rate-limited "connection limit reached" line
 	// and unusable connections; nil uses slog.Default().
 	Logger *slog.Logger
+	// Trusted are the proxies in front (a CDN shield, a load balancer):
+	// their connections are not limited per IP (each carries many
+	// clients), and only they may send a PROXY header. nil trusts none.
+	Trusted *clientaddr.Trusted
+	// Proxy says whether connections may start with a PROXY protocol
+	// header (v1 or v2); "" is ProxyOff. A header from a peer outside
+	// Trusted closes the connection. The header's source is then the
+	// connection's RemoteAddr and its per-IP key.
+	Proxy ProxyMode
 	// Stats is where the gate counts; nil: its own (see Gate.Stats).
 	Stats *ListenerStats
 	// Now is the clock of the log limiter; nil uses time.Now.
@@ -39,6 +49,14 @@ type ListenerStats struct {
 	ConnsOpen    atomic.Int64 // TCP connections open now (HTTP and HTTPS)
 	ConnsRefused atomic.Int64 // connections closed at accept: over max-conns or max-conns-per-ip
 	AcceptEMFILE atomic.Int64 // accepts that failed for lack of descriptors (retried)
+
+	// PROXY protocol outcomes, one per connection that could carry a header.
+	ProxyAccepted  atomic.Int64 // a trusted peer's header named the client
+	ProxyLocal     atomic.Int64 // a trusted peer's header named no client (v2 LOCAL, v1 UNKNOWN: its own health check)
+	ProxyAbsent    atomic.Int64 // a trusted peer sent none where one is optional: the peer is the client
+	ProxyMissing   atomic.Int64 // a trusted peer sent none where one is required: closed
+	ProxyUntrusted atomic.Int64 // a peer outside the trusted list sent one: closed
+	ProxyMalformed atomic.Int64 // a trusted peer's header broke the specification: closed
 }
 
 // Gate admits connections: it wraps each listener of a server so that it
@@ -50,12 +68,24 @@ type Gate struct {
 	stats    *ListenerStats
 	log      *slog.Logger
 	limitLog ratelog.Limiter // connection limits hit, once per interval
+	proxyLog ratelog.Limiter // PROXY headers refused, once per interval
 }
 
 // NewGate validates cfg and builds a gate.
 func NewGate(cfg GateConfig) (*Gate, error) {
 	if cfg.MaxConns < 0 || cfg.MaxConnsPerIP < 0 {
 		return nil, fmt.Errorf("conn: max-conns %d, max-conns-per-ip %d: want >= 0", cfg.MaxConns, cfg.MaxConnsPerIP)
+	}
+	switch cfg.Proxy {
+	case "":
+		cfg.Proxy = ProxyOff
+	case ProxyOff:
+	case ProxyOptional, ProxyRequired:
+		if cfg.Trusted.Empty() {
+			return nil, errors.New("conn: PROXY protocol needs trusted proxies")
+		}
+	default:
+		return nil, fmt.Errorf("conn: PROXY protocol mode %q, want off, optional or required", cfg.Proxy)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -68,6 +98,7 @@ func NewGate(cfg GateConfig) (*Gate, error) {
 	}
 	g := &Gate{cfg: cfg, stats: cfg.Stats, log: cfg.Logger}
 	g.limitLog.Every, g.limitLog.Now = 10*time.Second, cfg.Now
+	g.proxyLog.Every, g.proxyLog.Now = 10*time.Second, cfg.Now
 	return g, nil
 }
 
@@ -113,15 +144,20 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if !ok {
 			return c, nil
 		}
-		ip := ""
-		if a, ok := tc.RemoteAddr().(*net.TCPAddr); ok {
-			ip = a.IP.String()
-		}
 		g := l.gate
+		peer := peerAddr(tc)
+		trusted := g.cfg.Trusted.Contains(peer)
+		// ip is the per-IP key: "" (not limited per IP) for a trusted
+		// proxy, whose connection carries many clients; a PROXY header
+		// re-keys it to the client it names.
+		ip := ""
+		if !trusted && peer.IsValid() {
+			ip = peer.String()
+		}
 		if !l.admit(ip) {
 			g.stats.ConnsRefused.Add(1)
 			if g.limitLog.Allow() {
-				g.log.Warn("connection limit reached: closing new connection", "client", ip,
+				g.log.Warn("connection limit reached: closing new connection", "client", peer.String(),
 					"max_conns", g.cfg.MaxConns, "max_conns_per_ip", g.cfg.MaxConnsPerIP)
 			}
 			tc.SetLinger(0)
@@ -135,11 +171,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 			g.log.Warn("accepted connection unusable", "err", err)
 			continue
 		}
+		conn.trusted = trusted
+		conn.proxyPending = g.cfg.Proxy != ProxyOff
 		return conn, nil
 	}
 }
 
-// admit counts a new connection in, or refuses it when over a limit.
+// admit counts a new connection in, or refuses it when over a limit. ip
+// "" is not limited (nor counted) per IP.
 func (l *Listener) admit(ip string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -147,23 +186,58 @@ func (l *Listener) admit(ip string) bool {
 	if cfg.MaxConns > 0 && l.conns >= cfg.MaxConns {
 		return false
 	}
-	if cfg.MaxConnsPerIP > 0 && l.perIP[ip] >= cfg.MaxConnsPerIP {
+	if ip != "" && cfg.MaxConnsPerIP > 0 && l.perIP[ip] >= cfg.MaxConnsPerIP {
 		return false
 	}
 	l.conns++
-	l.perIP[ip]++
+	if ip != "" {
+		l.perIP[ip]++
+	}
 	l.gate.stats.ConnsOpen.Add(1)
 	return true
 }
 
+// rekey moves c's per-IP count to ip (the client a PROXY header named),
+// or refuses when ip is at its limit. c.ip is written and read (by
+// release, from Close on any goroutine) under l.mu.
+func (l *Listener) rekey(c *TCP, ip string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lim := l.gate.cfg.MaxConnsPerIP; lim > 0 && l.perIP[ip] >= lim {
+		return false
+	}
+	l.dropIPLocked(c.ip)
+	c.ip = ip
+	l.perIP[ip]++
+	return true
+}
+
+// release gives back the place of a closed connection.
 func (l *Listener) release(ip string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.conns--
+	l.dropIPLocked(ip)
+	l.gate.stats.ConnsOpen.Add(-1)
+}
+
+// releaseConn is release for an accepted connection, whose key rekey may
+// have changed.
+func (l *Listener) releaseConn(c *TCP) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.conns--
+	l.dropIPLocked(c.ip)
+	l.gate.stats.ConnsOpen.Add(-1)
+}
+
+func (l *Listener) dropIPLocked(ip string) {
+	if ip == "" {
+		return
+	}
 	if l.perIP[ip]--; l.perIP[ip] <= 0 {
 		delete(l.perIP, ip)
 	}
-	l.gate.stats.ConnsOpen.Add(-1)
 }
 
 // retryableAccept reports errors after which accepting may succeed later.

@@ -18,8 +18,15 @@ type TCP struct {
 	*net.TCPConn
 	raw  syscall.RawConn
 	ln   *Listener
-	ip   string // client IP, for the per-IP limit
+	ip   string // per-IP limit key ("" for a trusted proxy's own connection); under ln.mu once served
 	once sync.Once
+
+	// PROXY protocol state, touched only by the serving goroutine (the
+	// first Read) before RemoteAddr is asked.
+	trusted      bool     // the peer is a trusted proxy
+	proxyPending bool     // the first Read must take the PROXY header first
+	proxyErr     error    // the header was refused: every Read fails
+	remote       net.Addr // the client a PROXY header named; nil: the peer
 
 	// more: the next Write is a response header a file body follows; send
 	// it with MSG_MORE. Touched only by the connection's goroutine.
@@ -64,7 +71,7 @@ func newTCP(tc *net.TCPConn, l *Listener, ip string) (*TCP, error) {
 // Close releases the connection's place in the listener's limits once.
 func (c *TCP) Close() error {
 	err := c.TCPConn.Close()
-	c.once.Do(func() { c.ln.release(c.ip) })
+	c.once.Do(func() { c.ln.releaseConn(c) })
 	return err
 }
 
