@@ -27,6 +27,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSegment$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
 	$(GO) test -run='^$$' -fuzz='^FuzzCleanPath$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/percent
+	$(GO) test -run='^$$' -fuzz='^FuzzParseProxy$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/clientaddr
+	$(GO) test -run='^$$' -fuzz='^FuzzForwarding$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/clientaddr
 
 build:
 	$(GO) build -o bin/segorigin ./cmd/segorigin

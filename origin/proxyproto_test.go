@@ -113,6 +113,10 @@ func TestProxyProtocolThenXFF(t *testing.T) {
 	if got := c.sendRaw(t, []byte(proxyV1Viewer), spoof); got != 200 {
 		t.Errorf("PROXY naming the viewer, spoofed XFF: status %d, want 200", got)
 	}
+	// The connection is still the *net.TCPConn underneath: sendfile serves.
+	waitFor(t, 5*time.Second, "the body sent by sendfile", func() bool {
+		return ts.srv.Stats().Transport.SendfileResponses.Load() == 1
+	})
 }
 
 // TestProxyProtocolPerIPLimit: -max-conns-per-ip counts connections under
