@@ -34,6 +34,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		`segorigin_cache_operations_total{op="negative_hit"} 0`,
 		`segorigin_response_seconds_count{kind="segment"} 2`,
 		`segorigin_watcher_degraded 0`,
+		`segorigin_cache_negative_bytes 266`, // "missing.ts" plus 256
+		`segorigin_proxy_protocol_total{outcome="accepted"} 0`,
 		`go_goroutines`,
 		`process_open_fds`,
 	} {

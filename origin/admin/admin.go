@@ -43,6 +43,7 @@ var metricDescs = map[string]*prometheus.Desc{
 	"cache_ops":     newDesc("cache_operations_total", "File cache operations.", "op"),
 	"cache_fds":     newDesc("cache_open_files", "Descriptors the file cache holds open (listed or lent out)."),
 	"cache_entries": newDesc("cache_entries", "Entries listed in the file cache.", "type"),
+	"cache_negb":    newDesc("cache_negative_bytes", "What the negative entries count against -negative-cache-bytes (name bytes plus a fixed overhead each)."),
 	"tls":           newDesc("tls_events_total", "TLS handshakes, kernel TLS hand-overs and certificate reloads by outcome.", "event"),
 	"watch_events":  newDesc("watcher_events_total", "File system events the watcher processed."),
 	"watch_overflw": newDesc("watcher_overflows_total", "fsnotify event-queue overflows."),
@@ -123,6 +124,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	gauge("cache_fds", float64(cs.OpenFiles))
 	gauge("cache_entries", float64(cs.Entries), "file")
 	gauge("cache_entries", float64(cs.NegativeEntries), "negative")
+	gauge("cache_negb", float64(cs.NegativeBytes))
 	if ws, ok := c.s.WatchStats(); ok {
 		counter("watch_events", int64(ws.Events))
 		counter("watch_overflw", int64(ws.Overflows))
