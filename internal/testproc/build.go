@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,14 +42,28 @@ var (
 // not, so the command runs as it is deployed.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
+	return build(t, pkg, nil)
+}
+
+// BuildStatic is Build with CGO_ENABLED=0: an executable linked against
+// no shared library, for a machine without this one's libc (an
+// initramfs in a virtual machine).
+func BuildStatic(t testing.TB, pkg string) string {
+	t.Helper()
+	return build(t, pkg, []string{"CGO_ENABLED=0"})
+}
+
+func build(t testing.TB, pkg string, env []string) string {
+	t.Helper()
+	key := pkg + "\x00" + strings.Join(env, "\x00")
 	buildsMu.Lock()
-	b := builds[pkg]
+	b := builds[key]
 	if b == nil {
 		b = &built{}
-		builds[pkg] = b
+		builds[key] = b
 	}
 	buildsMu.Unlock()
-	b.once.Do(func() { b.bin, b.size, b.err = goBuild(pkg) })
+	b.once.Do(func() { b.bin, b.size, b.err = goBuild(pkg, env) })
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
@@ -67,9 +82,9 @@ func Build(t testing.TB, pkg string) string {
 	return out
 }
 
-// goBuild builds pkg into a temporary directory, opens the binary and
-// removes the directory.
-func goBuild(pkg string) (*os.File, int64, error) {
+// goBuild builds pkg, with env added to this process's environment, into
+// a temporary directory, opens the binary and removes the directory.
+func goBuild(pkg string, env []string) (*os.File, int64, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, 0, err
@@ -84,6 +99,9 @@ func goBuild(pkg string) (*os.File, int64, error) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	cmd.Dir = root
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, 0, fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
 	}

@@ -2,7 +2,8 @@
 // servers under test.
 //
 // [Build] compiles a main package of the module once per test binary and
-// hands each test its own copy in t.TempDir(). [Start] starts an
+// hands each test its own copy in t.TempDir() ([BuildStatic]: without cgo,
+// for a machine without this one's libc). [Start] starts an
 // *exec.Cmd the caller has prepared (so it may wrap the server in
 // `ip netns exec`, strace or `sh -c 'ulimit ...; exec ...'`), collects its
 // stderr, and waits for the server's first

@@ -1,0 +1,36 @@
+// Package ktlsvm proves the kTLS hand-over on a real kernel: its test
+// boots the distribution's kernel, which has kTLS as the module tls.ko,
+// under qemu, with an initramfs holding the real segorigin binary and the
+// client of ./vmclient, and judges what the client prints on the serial
+// console. The development machine's own kernel has CONFIG_TLS unset, so
+// without this the setsockopt(TCP_ULP, "tls") + TLS_TX path and sendfile
+// on a kTLS socket would never run in the suite.
+//
+// # What it owns
+//
+//   - FetchKernel: the kernel package named by linux-image-amd64, resolved
+//     with apt-cache, fetched with apt-get download and unpacked with
+//     dpkg-deb into a cache directory, never installed on the host; only
+//     the image (decompressed to vmlinux when it can boot by its PVH
+//     entry: the kernel's own decompression takes seconds under
+//     emulation) and the modules of tls and its ciphers are kept, with
+//     their load order from each module's depends=.
+//   - BuildInitramfs: busybox (busybox-static), an /init that mounts,
+//     insmods, brings loopback up and runs the client, and the binaries.
+//   - ChooseAccel and Boot: qemu-system-x86_64 with KVM where KVM can boot
+//     the kernel (hardware virtualisation, and a probe boot that reaches
+//     the client), emulation (tcg) elsewhere.
+//   - The protocol: the client prints "KTLSVM PASS name" or "KTLSVM FAIL
+//     name: why" per result and a verdict "KTLSVM DONE PASS|FAIL n";
+//     Expected lists every name a plan must report, so a case that never
+//     ran fails as surely as one that failed. The kernel's own warnings
+//     (WARN_ON, BUG, oops) on the console fail the test too.
+//
+// # What it never does
+//
+// It installs nothing (.ci/deps installs qemu-system-x86, busybox-static
+// and xz-utils), never touches the host's network or sysctls (the guest's
+// are its own), and never skips: a kernel that cannot be fetched, a guest
+// that does not boot or a client that hangs fails the test with the
+// console.
+package ktlsvm

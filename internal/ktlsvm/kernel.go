@@ -1,0 +1,465 @@
+package ktlsvm
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// MetaPackage is the Debian package that names the distribution's current
+// kernel; its Depends is the versioned image package, which has tls.ko.
+const MetaPackage = "linux-image-amd64"
+
+// wantModules are the modules loaded into the guest: tls, and the
+// crypto API templates its AEADs are built from when they are modules
+// (gcm(aes) and rfc7539(chacha20,poly1305), with the algorithms those
+// look up at run time, which no depends= line names). Their depends=
+// closure is added. The generic C implementations keep the guest
+// independent of the CPU flags the emulator offers; the record layer the
+// test exercises is the same whichever implementation seals.
+var wantModules = []string{"tls", "gcm", "ghash_generic", "ctr", "chacha20poly1305", "chacha_generic", "poly1305_generic"}
+
+// Kernel is an unpacked kernel in the cache.
+type Kernel struct {
+	Package string   // e.g. linux-image-6.1.0-57-amd64
+	Version string   // the package's version
+	Image   string   // the file for qemu -kernel: vmlinux (decompressed, PVH entry) or vmlinuz
+	Modules []string // .ko files in load order (dependencies first)
+}
+
+// FetchKernel returns the distribution's kernel, unpacked under cacheDir:
+// resolved with apt-cache, fetched with apt-get download and unpacked with
+// dpkg-deb (never installed), once per package version. When apt cannot
+// resolve the package (no package lists), the newest kernel already in
+// cacheDir serves. logf says what it did.
+func FetchKernel(ctx context.Context, cacheDir string, logf func(string, ...any)) (*Kernel, error) {
+	pkg, version, rerr := resolveKernel(ctx)
+	if rerr != nil {
+		k, err := newestCached(cacheDir)
+		if err != nil {
+			return nil, fmt.Errorf("resolve %s: %w (and no kernel in %s: %v)", MetaPackage, rerr, cacheDir, err)
+		}
+		logf("apt cannot resolve %s (%v): using the cached %s %s", MetaPackage, rerr, k.Package, k.Version)
+		return k, nil
+	}
+	dir := filepath.Join(cacheDir, pkg+"_"+version)
+	if k, err := loadCached(dir); err == nil {
+		logf("kernel %s %s from the cache %s", pkg, version, dir)
+		return k, nil
+	}
+	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp(cacheDir, ".fetch-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+	if err := command(ctx, tmp, "apt-get", "download", "-q", pkg+"="+version); err != nil {
+		return nil, err
+	}
+	debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
+	if len(debs) != 1 {
+		return nil, fmt.Errorf("apt-get download %s=%s: %d .deb files, want 1", pkg, version, len(debs))
+	}
+	out := filepath.Join(tmp, "kernel")
+	if err := unpackKernel(ctx, debs[0], out); err != nil {
+		return nil, fmt.Errorf("unpack %s: %w", debs[0], err)
+	}
+	if err := os.WriteFile(filepath.Join(out, "package"), []byte(pkg+"\n"+version+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	// Rename is atomic: a concurrent fetch of the same version either
+	// finds the directory complete or loses the rename and uses the other.
+	if err := os.Rename(out, dir); err != nil {
+		if _, lerr := loadCached(dir); lerr != nil {
+			return nil, err
+		}
+	}
+	logf("kernel %s %s fetched into %s", pkg, version, dir)
+	return loadCached(dir)
+}
+
+// resolveKernel names the image package MetaPackage depends on and its
+// candidate version.
+func resolveKernel(ctx context.Context) (pkg, version string, err error) {
+	out, err := output(ctx, "apt-cache", "depends", MetaPackage)
+	if err != nil {
+		return "", "", err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		dep, ok := strings.CutPrefix(strings.TrimSpace(line), "Depends: ")
+		if ok && strings.HasPrefix(dep, "linux-image-") && !strings.HasPrefix(dep, "<") {
+			pkg = dep
+			break
+		}
+	}
+	if pkg == "" {
+		return "", "", fmt.Errorf("apt-cache depends %s names no linux-image package:\n%s", MetaPackage, out)
+	}
+	out, err = output(ctx, "apt-cache", "show", "--no-all-versions", pkg)
+	if err != nil {
+		return "", "", err
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(line, "Version: "); ok {
+			return pkg, strings.TrimSpace(v), nil
+		}
+	}
+	return "", "", fmt.Errorf("apt-cache show %s: no Version", pkg)
+}
+
+// unpackKernel writes the image and the wanted modules of the .deb into
+// dir: dpkg-deb unpacks the package's file system as a tar stream, of
+// which only the kernel image, the crypto, lib and net/tls modules and
+// modules.builtin are kept (the whole package is ~400 MB of modules).
+func unpackKernel(ctx context.Context, deb, dir string) error {
+	cmd := exec.CommandContext(ctx, "dpkg-deb", "--fsys-tarfile", deb)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	terr := extractKernel(tar.NewReader(stdout), dir)
+	io.Copy(io.Discard, stdout)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("dpkg-deb --fsys-tarfile: %v: %s", err, stderr.Bytes())
+	}
+	if terr != nil {
+		return terr
+	}
+	return prepareKernel(ctx, dir)
+}
+
+// extractKernel keeps, from the package's tar stream, boot/vmlinuz-*
+// (as vmlinuz), the modules under kernel/crypto, kernel/lib and
+// kernel/net/tls (as modules/<name>.ko[.xz|.zst]) and modules.builtin.
+// /lib and /usr/lib (merged /usr) are both accepted.
+func extractKernel(tr *tar.Reader, dir string) error {
+	if err := os.MkdirAll(filepath.Join(dir, "modules"), 0o755); err != nil {
+		return err
+	}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		name := strings.TrimPrefix(path.Clean(h.Name), "usr/")
+		var dst string
+		switch {
+		case strings.HasPrefix(name, "boot/vmlinuz-"):
+			dst = filepath.Join(dir, "vmlinuz")
+		case strings.HasPrefix(name, "lib/modules/") && path.Base(name) == "modules.builtin":
+			dst = filepath.Join(dir, "modules.builtin")
+		case strings.HasPrefix(name, "lib/modules/") && strings.Contains(path.Base(name), ".ko") &&
+			(strings.Contains(name, "/kernel/crypto/") || strings.Contains(name, "/kernel/lib/") || strings.Contains(name, "/kernel/net/tls/")):
+			dst = filepath.Join(dir, "modules", path.Base(name))
+		default:
+			continue
+		}
+		if err := writeFrom(dst, tr); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "vmlinuz")); err != nil {
+		return errors.New("no boot/vmlinuz-* in the package")
+	}
+	return nil
+}
+
+func writeFrom(dst string, r io.Reader) error {
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// prepareKernel decompresses compressed modules (busybox insmod takes
+// plain .ko), resolves the load order of wantModules into modules.order,
+// and decompresses the image (see decompressImage).
+func prepareKernel(ctx context.Context, dir string) error {
+	mods := filepath.Join(dir, "modules")
+	entries, err := os.ReadDir(mods)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		var tool string
+		switch {
+		case strings.HasSuffix(name, ".ko"):
+			continue
+		case strings.HasSuffix(name, ".ko.xz"):
+			tool = "xz"
+		case strings.HasSuffix(name, ".ko.zst"):
+			tool = "zstd"
+		default:
+			return fmt.Errorf("module %s: unknown compression", name)
+		}
+		if err := command(ctx, mods, tool, "-d", "-q", "--rm", name); err != nil {
+			return err
+		}
+	}
+	order, err := loadOrder(dir, wantModules)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "modules.order"), []byte(strings.Join(order, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	return decompressImage(ctx, dir)
+}
+
+// decompressImage writes vmlinux, the ELF kernel inside vmlinuz, when
+// vmlinuz carries it as xz and it has a PVH entry note: qemu then boots it
+// directly, skipping the kernel's self-decompression, which takes seconds
+// under emulation. Otherwise vmlinuz serves as it is.
+func decompressImage(ctx context.Context, dir string) error {
+	z, err := os.ReadFile(filepath.Join(dir, "vmlinuz"))
+	if err != nil {
+		return err
+	}
+	i := bytes.Index(z, []byte("\xfd7zXZ\x00"))
+	if i < 0 {
+		return nil
+	}
+	cmd := exec.CommandContext(ctx, "xz", "-d", "-c", "--single-stream")
+	cmd.Stdin = bytes.NewReader(z[i:])
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("xz -d the kernel image: %v: %s", err, stderr.Bytes())
+	}
+	f, err := elf.NewFile(bytes.NewReader(out.Bytes()))
+	if err != nil {
+		return nil // not an ELF kernel: boot vmlinuz
+	}
+	defer f.Close()
+	if !hasPVHNote(f) {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(dir, "vmlinux"), out.Bytes(), 0o644)
+}
+
+// hasPVHNote: the ELF has the Xen PVH entry note (XEN_ELFNOTE_PHYS32_ENTRY,
+// type 18, name "Xen") by which qemu -kernel boots an uncompressed image.
+func hasPVHNote(f *elf.File) bool {
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE {
+			continue
+		}
+		b, err := io.ReadAll(p.Open())
+		if err != nil {
+			continue
+		}
+		for len(b) >= 12 {
+			order := f.ByteOrder
+			namesz, descsz, typ := order.Uint32(b), order.Uint32(b[4:]), order.Uint32(b[8:])
+			b = b[12:]
+			end := align4(namesz) + align4(descsz)
+			if uint64(len(b)) < end {
+				break
+			}
+			if typ == 18 && strings.TrimRight(string(b[:namesz]), "\x00") == "Xen" {
+				return true
+			}
+			b = b[end:]
+		}
+	}
+	return false
+}
+
+func align4(n uint32) uint64 { return (uint64(n) + 3) &^ 3 }
+
+// loadOrder resolves names and their depends= closure (from each
+// module's .modinfo section) to .ko file names, dependencies first. A
+// name with no .ko must be in modules.builtin.
+func loadOrder(dir string, names []string) ([]string, error) {
+	builtin := map[string]bool{}
+	if b, err := os.ReadFile(filepath.Join(dir, "modules.builtin")); err == nil {
+		for _, line := range strings.Fields(string(b)) {
+			builtin[modName(path.Base(line))] = true
+		}
+	}
+	files := map[string]string{} // module name -> .ko file name
+	entries, err := os.ReadDir(filepath.Join(dir, "modules"))
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		files[modName(e.Name())] = e.Name()
+	}
+	var order []string
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(name string, chain []string) error
+	visit = func(name string, chain []string) error {
+		name = modName(name)
+		switch state[name] {
+		case 1:
+			return fmt.Errorf("module dependency cycle: %s", strings.Join(append(chain, name), " -> "))
+		case 2:
+			return nil
+		}
+		file, ok := files[name]
+		if !ok {
+			if builtin[name] {
+				state[name] = 2
+				return nil
+			}
+			return fmt.Errorf("module %s (needed by %s): neither in the package nor built in", name, strings.Join(chain, " -> "))
+		}
+		state[name] = 1
+		deps, err := moduleDepends(filepath.Join(dir, "modules", file))
+		if err != nil {
+			return err
+		}
+		for _, d := range deps {
+			if err := visit(d, append(chain, name)); err != nil {
+				return err
+			}
+		}
+		state[name] = 2
+		order = append(order, file)
+		return nil
+	}
+	for _, n := range names {
+		if err := visit(n, nil); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
+}
+
+// modName is a module's name as depends= and modules.builtin spell it:
+// no directory, no .ko suffix, dashes as underscores.
+func modName(file string) string {
+	n, _, _ := strings.Cut(path.Base(file), ".ko")
+	return strings.ReplaceAll(n, "-", "_")
+}
+
+// moduleDepends reads depends= from the module's .modinfo section.
+func moduleDepends(file string) ([]string, error) {
+	f, err := elf.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s := f.Section(".modinfo")
+	if s == nil {
+		return nil, fmt.Errorf("%s: no .modinfo section", file)
+	}
+	b, err := s.Data()
+	if err != nil {
+		return nil, err
+	}
+	for _, kv := range bytes.Split(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("depends=")); ok {
+			return slices.DeleteFunc(strings.Split(string(v), ","), func(s string) bool { return s == "" }), nil
+		}
+	}
+	return nil, nil
+}
+
+// loadCached reads a complete cache directory (FetchKernel renames it
+// into place only once complete).
+func loadCached(dir string) (*Kernel, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "package"))
+	if err != nil {
+		return nil, err
+	}
+	pkg, version, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	k := &Kernel{Package: pkg, Version: version, Image: filepath.Join(dir, "vmlinux")}
+	if _, err := os.Stat(k.Image); err != nil {
+		k.Image = filepath.Join(dir, "vmlinuz")
+	}
+	f, err := os.Open(filepath.Join(dir, "modules.order"))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if name := strings.TrimSpace(sc.Text()); name != "" {
+			k.Modules = append(k.Modules, filepath.Join(dir, "modules", name))
+		}
+	}
+	if len(k.Modules) == 0 {
+		return nil, fmt.Errorf("%s: empty modules.order", dir)
+	}
+	return k, sc.Err()
+}
+
+// newestCached is the most recently fetched kernel in cacheDir.
+func newestCached(cacheDir string) (*Kernel, error) {
+	entries, err := os.ReadDir(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	var best *Kernel
+	var bestTime int64
+	for _, e := range entries {
+		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		dir := filepath.Join(cacheDir, e.Name())
+		k, err := loadCached(dir)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(filepath.Join(dir, "package")); err == nil && fi.ModTime().UnixNano() > bestTime {
+			best, bestTime = k, fi.ModTime().UnixNano()
+		}
+	}
+	if best == nil {
+		return nil, errors.New("no complete kernel cached")
+	}
+	return best, nil
+}
+
+// command runs name args in dir; its output goes into the error.
+func command(ctx context.Context, dir, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// output runs name args and returns its standard output.
+func output(ctx context.Context, name string, args ...string) (string, error) {
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, stderr.Bytes())
+	}
+	return string(out), nil
+}

@@ -1,0 +1,93 @@
+package ktlsvm
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"segorigin/internal/testproc"
+)
+
+// TestKTLSRealKernel boots the distribution's kernel, which has kTLS
+// (tls.ko), under qemu with the real segorigin and the client of
+// ./vmclient, and judges what the client prints: every case of
+// Expected(PlanFull) on one vCPU, then Expected(PlanSMP) on two. It
+// never skips: a missing tool, a kernel that cannot be fetched or a
+// guest that does not boot fails it, with the console.
+func TestKTLSRealKernel(t *testing.T) {
+	ctx := context.Background()
+	for _, tool := range []string{"qemu-system-x86_64", "busybox", "apt-cache", "apt-get", "dpkg-deb", "xz"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s: %v (.ci/deps installs it: make deps)", tool, err)
+		}
+	}
+	k, err := FetchKernel(ctx, cacheDir(t), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kernel %s %s: image %s, modules %s", k.Package, k.Version, filepath.Base(k.Image), moduleNames(k))
+	initrd := filepath.Join(t.TempDir(), "initrd.cpio")
+	files := []InitramfsFile{
+		{Path: ServerPath, Src: testproc.BuildStatic(t, "./cmd/segorigin"), Mode: 0o755},
+		{Path: ClientPath, Src: testproc.BuildStatic(t, "./internal/ktlsvm/vmclient"), Mode: 0o755},
+	}
+	if err := BuildInitramfs(ctx, initrd, k, files); err != nil {
+		t.Fatal(err)
+	}
+	accel := ChooseAccel(ctx, k, initrd, t.Logf)
+	for _, b := range []struct {
+		plan    string
+		cpus    int
+		timeout time.Duration
+	}{
+		{PlanFull, 1, 240 * time.Second},
+		{PlanSMP, 2, 150 * time.Second},
+	} {
+		t.Run(b.plan, func(t *testing.T) {
+			start := time.Now()
+			console, err := Boot(ctx, BootConfig{Kernel: k, Initrd: initrd, Accel: accel, CPUs: b.cpus, Memory: "1024",
+				Plan: b.plan, Timeout: b.timeout})
+			rep := Parse(console)
+			problems := rep.Problems(b.plan)
+			for _, l := range KernelTrouble(console) {
+				problems = append(problems, "kernel: "+l)
+			}
+			if err != nil {
+				problems = append([]string{err.Error()}, problems...)
+			}
+			if len(problems) > 0 {
+				t.Fatalf("plan %s (%s, %d vCPU): %d problems:\n%s\n\n--- console ---\n%s",
+					b.plan, accel, b.cpus, len(problems), strings.Join(problems, "\n"), console)
+			}
+			t.Logf("plan %s: %d results passed (%s, %d vCPU, %.1f s)", b.plan, len(rep.Passed), accel, b.cpus, time.Since(start).Seconds())
+			for _, l := range strings.Split(console, "\n") {
+				if strings.Contains(l, Prefix+"INFO ") {
+					t.Log(strings.TrimSpace(l))
+				}
+			}
+		})
+	}
+}
+
+// cacheDir keeps the unpacked kernels between runs: $XDG_CACHE_HOME or
+// ~/.cache, under segorigin/ktlsvm.
+func cacheDir(t *testing.T) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		t.Logf("no user cache directory (%v): the kernel is fetched into the test's temporary directory", err)
+		return t.TempDir()
+	}
+	return filepath.Join(dir, "segorigin", "ktlsvm")
+}
+
+func moduleNames(k *Kernel) string {
+	var names []string
+	for _, m := range k.Modules {
+		names = append(names, filepath.Base(m))
+	}
+	return strings.Join(names, " ")
+}

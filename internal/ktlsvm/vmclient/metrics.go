@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// probeSessions is how many TLS_TX sessions a -ktls auto server opens at
+// start: its probe hands dummy keys for each of the three ciphers to the
+// kernel on a loopback connection.
+const probeSessions = 3
+
+// bodyPaths are the transport paths: the one a run's bodies must take
+// (ktls, or copy with -ktls off) and the others, which must stay at 0.
+func (r *runState) bodyPaths() (want string, others []string) {
+	if r.mode == "off" {
+		return "copy", []string{"ktls", "sendfile"}
+	}
+	return "ktls", []string{"copy", "sendfile"}
+}
+
+// checkMetrics compares the server's /metrics with what the client saw.
+// Counters the server bumps after the client's last read (a reset body
+// is counted once the server's write fails) may lag, so a mismatch is
+// scraped again for up to 10 s.
+func (r *runState) checkMetrics(s *server) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := r.metricsOnce(s)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (r *runState) metricsOnce(s *server) error {
+	m, err := scrape(s.admin)
+	if err != nil {
+		return err
+	}
+	t := &s.tally
+	path, others := r.bodyPaths()
+	offloaded := t.handshakes.Load()
+	if r.mode == "off" {
+		offloaded = 0
+	}
+	tlsEvent := func(ev string) string { return `segorigin_tls_events_total{event="` + ev + `"}` }
+	want := map[string]int64{
+		`segorigin_body_responses_total{path="` + path + `"}`: t.bodies.Load(),
+		tlsEvent("handshake"):                t.handshakes.Load(),
+		tlsEvent("handshake_error"):          0,
+		tlsEvent("ktls_offloaded"):           offloaded,
+		tlsEvent("ktls_unsupported"):         0,
+		tlsEvent("ktls_ulp_failed"):          0,
+		tlsEvent("ktls_tx_failed"):           0,
+		tlsEvent("ktls_write_denied"):        t.denied.Load(),
+		"segorigin_aborted_total":            t.aborted.Load(),
+		"segorigin_truncated_total":          0,
+		"segorigin_sendfile_fallbacks_total": 0,
+	}
+	for _, o := range others {
+		want[`segorigin_body_responses_total{path="`+o+`"}`] = 0
+		want[`segorigin_body_bytes_total{path="`+o+`"}`] = 0
+	}
+	var errs []error
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		got, ok := m[k]
+		if !ok || got != float64(want[k]) {
+			errs = append(errs, fmt.Errorf("%s = %v (present %v), want %d", k, got, ok, want[k]))
+		}
+	}
+	bytesKey := `segorigin_body_bytes_total{path="` + path + `"}`
+	if got := m[bytesKey]; got < float64(t.bytesMin.Load()) || got > float64(t.bytesMax.Load()) {
+		errs = append(errs, fmt.Errorf("%s = %v, want %d to %d", bytesKey, got, t.bytesMin.Load(), t.bytesMax.Load()))
+	}
+	if l := s.logsMatching("kTLS hand-over failed"); len(l) > 0 {
+		errs = append(errs, fmt.Errorf("hand-over failures logged: %s", strings.Join(l, "; ")))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s server: %w", s.name, err)
+	}
+	return nil
+}
+
+// scrape reads the Prometheus text of /metrics into series -> value; a
+// series is written as the exposition writes it (`name{label="v"}`).
+func scrape(admin string) (map[string]float64, error) {
+	c := http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Get("http://" + admin + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("/metrics: status %d", resp.StatusCode)
+	}
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("/metrics line %q: %v", line, err)
+		}
+		m[line[:i]] = v
+	}
+	return m, sc.Err()
+}
+
+// checkAccess: after the server's exit, its access log names the run's
+// path for every body the client counted, including the drain's, and no
+// other path.
+func (r *runState) checkAccess(s *server) error {
+	path, _ := r.bodyPaths()
+	s.mu.Lock()
+	lines := slices.Clone(s.access)
+	s.mu.Unlock()
+	var n, bytes int64
+	var errs []error
+	for _, a := range lines {
+		switch a.Via {
+		case "":
+		case path:
+			n++
+			bytes += a.Bytes
+		default:
+			errs = append(errs, fmt.Errorf("%s %s %d: %d bytes via %s, want %s", a.Method, a.Path, a.Status, a.Bytes, a.Via, path))
+		}
+	}
+	t := &s.tally
+	if n != t.bodies.Load() {
+		errs = append(errs, fmt.Errorf("%d access lines via %s, want %d (of %d lines)", n, path, t.bodies.Load(), len(lines)))
+	}
+	if bytes < t.bytesMin.Load() || bytes > t.bytesMax.Load() {
+		errs = append(errs, fmt.Errorf("%d bytes via %s in the access log, want %d to %d", bytes, path, t.bytesMin.Load(), t.bytesMax.Load()))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s server: %w", s.name, err)
+	}
+	return nil
+}
+
+// checkTLSStat prints the kernel's kTLS counters and checks them: every
+// transmit session the servers opened is accounted for (the connections
+// handed over, and the start-up probes'), none is left open, receive was
+// never offloaded, and nothing failed to decrypt.
+func (e *env) checkTLSStat() error {
+	f, err := os.Open("/proc/net/tls_stat")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err
+	}
+	stat := map[string]int64{}
+	var line []string
+	for _, l := range strings.Split(string(b), "\n") {
+		fs := strings.Fields(l)
+		if len(fs) != 2 {
+			continue
+		}
+		v, err := strconv.ParseInt(fs[1], 10, 64)
+		if err != nil {
+			return fmt.Errorf("/proc/net/tls_stat line %q: %v", l, err)
+		}
+		stat[fs[0]] = v
+		line = append(line, fs[0]+"="+fs[1])
+	}
+	e.rep.Info("/proc/net/tls_stat: %s", strings.Join(line, " "))
+	want := map[string]int64{
+		"TlsTxSw":         e.offloaded + probeSessions*e.autoStarts,
+		"TlsCurrTxSw":     0,
+		"TlsRxSw":         0,
+		"TlsCurrRxSw":     0,
+		"TlsDecryptError": 0,
+	}
+	var errs []error
+	for _, k := range []string{"TlsTxSw", "TlsCurrTxSw", "TlsRxSw", "TlsCurrRxSw", "TlsDecryptError"} {
+		if got, ok := stat[k]; !ok || got != want[k] {
+			errs = append(errs, fmt.Errorf("%s = %d (present %v), want %d", k, got, ok, want[k]))
+		}
+	}
+	if len(errs) > 0 {
+		errs = append(errs, fmt.Errorf("(%d connections handed over, %d -ktls auto starts)", e.offloaded, e.autoStarts))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"bufio"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Server flags. Only the IPv6 server, which serves the write-timeout
+// case, has a short write timeout (the case waits for it); the IPv4
+// server's is long, so that no other response, however slow the emulated
+// guest, can hit it. The drain timeout is far above what a drain here
+// takes.
+const (
+	writeTimeout     = 3 * time.Second
+	longWriteTimeout = 60 * time.Second
+	drainTimeout     = 20 * time.Second
+	startTimeout     = 60 * time.Second
+)
+
+// server is one segorigin process.
+type server struct {
+	name  string // "v4" or "v6"
+	ktls  string // its -ktls: auto or off
+	cmd   *exec.Cmd
+	https string // addresses it logged
+	admin string
+	cert  []byte // sha256 of its -tls-dev certificate, as it logged it
+	tally tally  // what the client saw it serve
+
+	mu     sync.Mutex // protects logs and access
+	logs   []string   // stderr lines
+	access []accessLine
+
+	done    chan struct{} // closed when the process has exited and its output is read
+	waitErr error         // cmd.Wait's, once done is closed
+}
+
+// accessLine is one line of the server's JSON access log.
+type accessLine struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	Status int    `json:"status"`
+	Bytes  int64  `json:"bytes"`
+	Via    string `json:"via"`
+}
+
+// tally counts what the client saw a server do, to compare with what the
+// server says it did.
+type tally struct {
+	bodies     atomic.Int64 // GET responses with a file body (200, 206), whole or cut
+	bytesMin   atomic.Int64 // body bytes the server surely sent
+	bytesMax   atomic.Int64 // and at most (a cut body may have gone further than the client read)
+	aborted    atomic.Int64 // bodies cut by the client or by the write timeout
+	handshakes atomic.Int64
+	denied     atomic.Int64 // connections on which crypto/tls had to be refused a write (kTLS)
+}
+
+func (t *tally) body(n int64) {
+	t.bodies.Add(1)
+	t.bytesMin.Add(n)
+	t.bytesMax.Add(n)
+}
+
+// cut counts a body the server could not finish: at most total bytes.
+func (t *tally) cut(total int64) {
+	t.bodies.Add(1)
+	t.aborted.Add(1)
+	t.bytesMax.Add(total)
+}
+
+// startServer starts segorigin on host (127.0.0.1 or [::1]) with -ktls
+// mode and -write-timeout wt, and waits for its listening lines, its certificate's fingerprint
+// and its body paths line, which must say kTLS is on with every cipher
+// (auto) or off.
+func (e *env) startServer(name, host, mode string, wt time.Duration, extraEnv []string) (*server, error) {
+	s := &server{name: name, ktls: mode, done: make(chan struct{})}
+	s.cmd = exec.Command(e.server,
+		"-listen", host+":0", "-tls-listen", host+":0", "-admin-listen", host+":0", "-tls-dev",
+		"-root", mediaDir, "-ktls", mode, "-log-format", "json", "-access-log", "-",
+		"-write-timeout", wt.String(), "-drain-timeout", drainTimeout.String())
+	s.cmd.Env = append(os.Environ(), extraEnv...)
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := s.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	if mode == "auto" {
+		e.autoStarts++
+	}
+	ready := make(chan error, 1)
+	var readers sync.WaitGroup
+	readers.Add(2)
+	go func() { // ends at the server's exit (EOF on stderr)
+		defer readers.Done()
+		s.readLogs(stderr, ready)
+	}()
+	go func() { // ends at the server's exit (EOF on stdout)
+		defer readers.Done()
+		s.readAccess(stdout)
+	}()
+	go func() { // ends when the process has exited
+		readers.Wait()
+		s.waitErr = s.cmd.Wait()
+		close(s.done)
+	}()
+	select {
+	case err = <-ready:
+	case <-s.done:
+		err = fmt.Errorf("exited before it was ready: %v", s.waitErr)
+	case <-time.After(startTimeout):
+		err = fmt.Errorf("not ready within %v", startTimeout)
+	}
+	if err != nil {
+		s.cmd.Process.Kill()
+		<-s.done
+		return nil, fmt.Errorf("segorigin %s (-ktls %s): %w\n%s", name, mode, err, s.logText())
+	}
+	e.rep.Info("server %s: https %s admin %s -ktls %s %s", name, s.https, s.admin, mode, strings.Join(extraEnv, " "))
+	return s, nil
+}
+
+// readLogs keeps the stderr lines and reports on ready once everything
+// startServer waits for has been logged (or the stream ended).
+func (s *server) readLogs(r io.Reader, ready chan<- error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var paths map[string]any
+	sent := false
+	for sc.Scan() {
+		line := sc.Text()
+		s.mu.Lock()
+		s.logs = append(s.logs, line)
+		s.mu.Unlock()
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		switch msg, _ := m["msg"].(string); {
+		case msg == "listening" && m["proto"] == "https":
+			s.https, _ = m["addr"].(string)
+		case msg == "listening" && m["proto"] == "admin":
+			s.admin, _ = m["addr"].(string)
+		case msg == "body paths":
+			paths = m
+		case strings.Contains(msg, "self-signed development certificate"):
+			fp, _ := m["sha256"].(string)
+			s.cert, _ = hex.DecodeString(fp)
+		}
+		if !sent && s.https != "" && s.admin != "" && s.cert != nil && paths != nil {
+			sent = true
+			ready <- checkBodyPaths(paths, s.ktls)
+		}
+	}
+}
+
+// checkBodyPaths: the start-up line says kTLS is on with all three
+// ciphers when mode is auto, off when mode is off.
+func checkBodyPaths(m map[string]any, mode string) error {
+	on, _ := m["ktls"].(bool)
+	switch {
+	case mode == "off" && on:
+		return fmt.Errorf("body paths %v: kTLS on with -ktls off", m)
+	case mode == "off":
+		return nil
+	case !on:
+		return fmt.Errorf("body paths %v: the kernel's kTLS is not available (is tls.ko loaded?)", m)
+	}
+	ciphers, _ := m["ktls_ciphers"].(string)
+	if ciphers != "aes-128-gcm,aes-256-gcm,chacha20-poly1305" {
+		return fmt.Errorf("body paths %v: ktls_ciphers %q, want all three", m, ciphers)
+	}
+	return nil
+}
+
+func (s *server) readAccess(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		var a accessLine
+		if json.Unmarshal(sc.Bytes(), &a) != nil || a.Method == "" {
+			continue
+		}
+		s.mu.Lock()
+		s.access = append(s.access, a)
+		s.mu.Unlock()
+	}
+}
+
+func (s *server) logText() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strings.Join(s.logs, "\n")
+}
+
+// logsMatching returns the stderr lines that contain sub.
+func (s *server) logsMatching(sub string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, l := range s.logs {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// terminate sends SIGTERM.
+func (s *server) terminate() error { return s.cmd.Process.Signal(syscall.SIGTERM) }
+
+// waitExit waits up to d for the process to exit after terminate: it
+// must exit 0 and log that it stopped. After d it is killed.
+func (s *server) waitExit(d time.Duration) error {
+	select {
+	case <-s.done:
+	case <-time.After(d):
+		s.cmd.Process.Kill()
+		<-s.done
+		return fmt.Errorf("segorigin %s still running %v after SIGTERM (killed)", s.name, d)
+	}
+	if s.waitErr != nil {
+		return fmt.Errorf("segorigin %s exit after SIGTERM: %v\n%s", s.name, s.waitErr, s.logText())
+	}
+	if len(s.logsMatching(`"msg":"stopped"`)) == 0 {
+		return fmt.Errorf("segorigin %s exited without its stopped line", s.name)
+	}
+	return nil
+}
+
+// stop ends a server the run is done with (or gave up on).
+func (s *server) stop() error {
+	if err := s.terminate(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return s.waitExit(drainTimeout + 5*time.Second)
+}
