@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -219,16 +220,19 @@ func (r Report) Problems(plan string) []string {
 			out = append(out, fmt.Sprintf("%s: reported %d times", name, r.Passed[name]))
 		}
 	}
+	var extra []string
 	for name, msg := range r.Failed {
 		if !want[name] {
-			out = append(out, name+": FAIL: "+msg)
+			extra = append(extra, name+": FAIL: "+msg)
 		}
 	}
 	for name := range r.Passed {
 		if !want[name] {
-			out = append(out, name+": not an expected result")
+			extra = append(extra, name+": not an expected result")
 		}
 	}
+	sort.Strings(extra)
+	out = append(out, extra...)
 	for _, line := range r.Unparsed {
 		out = append(out, "unparsed protocol line: "+line)
 	}

@@ -45,17 +45,18 @@ func Build(t testing.TB, pkg string) string {
 	return build(t, pkg, nil)
 }
 
-// BuildStatic is Build with CGO_ENABLED=0: an executable linked against
-// no shared library, for a machine without this one's libc (an
-// initramfs in a virtual machine).
+// BuildStatic is Build with CGO_ENABLED=0 and without the symbol tables
+// (-ldflags=-s -w; stack traces keep their names): an executable linked
+// against no shared library, for a machine without this one's libc (an
+// initramfs in a virtual machine, which unpacks every byte).
 func BuildStatic(t testing.TB, pkg string) string {
 	t.Helper()
-	return build(t, pkg, []string{"CGO_ENABLED=0"})
+	return build(t, pkg, []string{"CGO_ENABLED=0"}, "-ldflags=-s -w")
 }
 
-func build(t testing.TB, pkg string, env []string) string {
+func build(t testing.TB, pkg string, env []string, flags ...string) string {
 	t.Helper()
-	key := pkg + "\x00" + strings.Join(env, "\x00")
+	key := pkg + "\x00" + strings.Join(env, "\x00") + "\x00" + strings.Join(flags, "\x00")
 	buildsMu.Lock()
 	b := builds[key]
 	if b == nil {
@@ -63,7 +64,7 @@ func build(t testing.TB, pkg string, env []string) string {
 		builds[key] = b
 	}
 	buildsMu.Unlock()
-	b.once.Do(func() { b.bin, b.size, b.err = goBuild(pkg, env) })
+	b.once.Do(func() { b.bin, b.size, b.err = goBuild(pkg, env, flags) })
 	if b.err != nil {
 		t.Fatal(b.err)
 	}
@@ -82,9 +83,10 @@ func build(t testing.TB, pkg string, env []string) string {
 	return out
 }
 
-// goBuild builds pkg, with env added to this process's environment, into
-// a temporary directory, opens the binary and removes the directory.
-func goBuild(pkg string, env []string) (*os.File, int64, error) {
+// goBuild builds pkg with go build flags, and env added to this
+// process's environment, into a temporary directory, opens the binary and
+// removes the directory.
+func goBuild(pkg string, env, flags []string) (*os.File, int64, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, 0, err
@@ -97,7 +99,7 @@ func goBuild(pkg string, env []string) (*os.File, int64, error) {
 	bin := filepath.Join(dir, path.Base(pkg))
 	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+	cmd := exec.CommandContext(ctx, "go", append(append([]string{"build", "-o", bin}, flags...), pkg)...)
 	cmd.Dir = root
 	if env != nil {
 		cmd.Env = append(os.Environ(), env...)

@@ -46,6 +46,7 @@ func (r *runState) drain() {
 			}
 		}
 	}
+	r.rep.Info("run %s: drain: %d connections open, SIGTERM", r.run, 2*len(ds))
 	termErr := r.v4.terminate()
 	for _, d := range ds {
 		if d.err == nil {
@@ -59,12 +60,14 @@ func (r *runState) drain() {
 	}
 	wg.Wait()
 	refused := checkRefused(r.v4.https)
+	r.rep.Info("run %s: drain: idle connections closed", r.run)
 	for _, d := range ds {
 		if d.err == nil {
 			wg.Go(func() { d.err = r.drainFinish(d, big) })
 		}
 	}
 	wg.Wait()
+	r.rep.Info("run %s: drain: responses in flight finished", r.run)
 	for _, d := range ds {
 		r.rep.Result(r.run+"/"+d.c.Name+"/drain", d.err)
 	}
@@ -122,7 +125,7 @@ func checkRefused(addr string) error {
 }
 
 // smpConns is how many connections per combo run at once on two vCPUs.
-const smpConns = 3
+const smpConns = 2
 
 // runSMP is PlanSMP: every combo's connections at once, each with a mix
 // of whole, range and multi-range bodies, then the metrics, the access

@@ -31,7 +31,7 @@ const mediaDir = "/tmp/media"
 // tuneSockets), so a reader that stops makes sendfile wait.
 var mediaFiles = map[string]int64{
 	"seg.m4s":   100_003,
-	"big.ts":    400_009,
+	"big.ts":    200_009,
 	"play.m3u8": 1_001,
 }
 
