@@ -67,7 +67,12 @@ func FetchKernel(ctx context.Context, cacheDir string, logf func(string, ...any)
 	}
 	defer os.RemoveAll(tmp)
 	if err := command(ctx, tmp, "apt-get", "download", "-q", pkg+"="+version); err != nil {
-		return nil, err
+		k, cerr := newestCached(cacheDir)
+		if cerr != nil {
+			return nil, err
+		}
+		logf("%v\nusing the cached %s %s instead", err, k.Package, k.Version)
+		return k, nil
 	}
 	debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
 	if len(debs) != 1 {

@@ -44,8 +44,8 @@ func TestKTLSRealKernel(t *testing.T) {
 		cpus    int
 		timeout time.Duration
 	}{
-		{PlanFull, 1, 240 * time.Second},
-		{PlanSMP, 2, 150 * time.Second},
+		{PlanFull, 1, 300 * time.Second},
+		{PlanSMP, 2, 200 * time.Second},
 	} {
 		t.Run(b.plan, func(t *testing.T) {
 			start := time.Now()

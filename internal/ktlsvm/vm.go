@@ -174,6 +174,10 @@ func KVMCandidate() (ok bool, why string) {
 	return false, "/dev/kvm is present but /proc/cpuinfo has neither vmx nor svm (a paravirtual KVM that does not boot a stock kernel)"
 }
 
+// guestMargin is how long before Boot's timeout the client's watchdog
+// reports a hang (the boot before the client, and the power-off, fit in it).
+const guestMargin = 40 * time.Second
+
 // PlanProbe only boots: the client reports its verdict at once.
 const PlanProbe = "probe"
 
@@ -204,7 +208,7 @@ type BootConfig struct {
 	CPUs    int
 	Memory  string        // qemu -m, e.g. "1024"
 	Plan    string        // PlanFull, PlanSMP or "probe"
-	Timeout time.Duration // the whole boot, power-off included
+	Timeout time.Duration // the whole boot, power-off included; the client's watchdog fires guestMargin before
 	Log     io.Writer     // the console as it comes, besides the result (may be nil)
 }
 
@@ -222,7 +226,8 @@ func Boot(ctx context.Context, cfg BootConfig) (string, error) {
 		"-kernel", cfg.Kernel.Image, "-initrd", cfg.Initrd,
 		// loglevel=5: kernel warnings (WARN_ON, BUG) reach the console,
 		// notices do not; panic=-1 with -no-reboot ends qemu on a panic.
-		"-append", "console=ttyS0 loglevel=5 panic=-1 random.trust_cpu=on ktlsvm.plan=" + cfg.Plan,
+		"-append", fmt.Sprintf("console=ttyS0 loglevel=5 panic=-1 random.trust_cpu=on ktlsvm.plan=%s ktlsvm.watchdog=%v",
+			cfg.Plan, max(cfg.Timeout-guestMargin, cfg.Timeout/2)),
 		"-display", "none", "-serial", "stdio", "-monitor", "none", "-nic", "none", "-no-reboot",
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)

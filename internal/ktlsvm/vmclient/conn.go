@@ -189,7 +189,9 @@ func (cn *conn) expectCloseNotify() error {
 }
 
 // recordTracker follows the TLS record framing of what the server sends
-// (RFC 8446 §5.1): each record's outer type and length.
+// (RFC 8446 §5.1): each record's outer type and length. (The server's
+// ktls.HandshakeScanner parses the same framing; the client keeps its own
+// so that what judges the server shares no code with it.)
 type recordTracker struct {
 	net.Conn
 	mu       sync.Mutex // protects the fields below (Read and the checks may run on different goroutines)

@@ -19,9 +19,10 @@ import (
 	"segorigin/internal/ktlsvm"
 )
 
-// watchdog bounds the whole plan inside the guest, so that a hang is
-// reported as a failure with what had run, before the host's timeout.
-const watchdog = 200 * time.Second
+// defaultWatchdog bounds the whole plan inside the guest when the kernel
+// command line gives no ktlsvm.watchdog= (the host sets it below its own
+// timeout), so that a hang is reported as a failure with what had run.
+const defaultWatchdog = 200 * time.Second
 
 // mediaDir is where the client writes the files the server serves.
 const mediaDir = "/tmp/media"
@@ -39,8 +40,12 @@ func main() {
 	plan := flag.String("plan", "", "plan to run: full, smp2 or probe (default: ktlsvm.plan= of /proc/cmdline)")
 	server := flag.String("server", ktlsvm.ServerPath, "the segorigin binary")
 	flag.Parse()
+	watchdog := defaultWatchdog
 	if *plan == "" {
-		*plan = planFromCmdline()
+		*plan = cmdline("ktlsvm.plan")
+		if d, err := time.ParseDuration(cmdline("ktlsvm.watchdog")); err == nil {
+			watchdog = d
+		}
 	}
 	rep := ktlsvm.NewReporter(os.Stdout)
 	rep.Info("plan %s, %d CPUs, %s", *plan, runtime.NumCPU(), runtime.Version())
@@ -78,11 +83,11 @@ func main() {
 	}
 }
 
-// planFromCmdline reads ktlsvm.plan= from the kernel command line.
-func planFromCmdline() string {
+// cmdline reads key= from the kernel command line.
+func cmdline(key string) string {
 	b, _ := os.ReadFile("/proc/cmdline")
 	for _, f := range strings.Fields(string(b)) {
-		if v, ok := strings.CutPrefix(f, "ktlsvm.plan="); ok {
+		if v, ok := strings.CutPrefix(f, key+"="); ok {
 			return v
 		}
 	}
