@@ -93,7 +93,24 @@ func FetchKernel(ctx context.Context, cacheDir string, logf func(string, ...any)
 		}
 	}
 	logf("kernel %s %s fetched into %s", pkg, version, dir)
+	pruneCache(cacheDir, filepath.Base(dir), logf)
 	return loadCached(dir)
+}
+
+// pruneCache removes the kernels cached before keep (each is ~75 MB):
+// once a newer version is fetched, apt will not resolve to them again.
+func pruneCache(cacheDir, keep string, logf func(string, ...any)) {
+	entries, err := os.ReadDir(cacheDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() && e.Name() != keep && !strings.HasPrefix(e.Name(), ".") && strings.HasPrefix(e.Name(), "linux-image-") {
+			if err := os.RemoveAll(filepath.Join(cacheDir, e.Name())); err != nil {
+				logf("prune the kernel cache: %v", err)
+			}
+		}
+	}
 }
 
 // resolveKernel names the image package MetaPackage depends on and its
