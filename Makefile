@@ -29,6 +29,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/percent
 	$(GO) test -run='^$$' -fuzz='^FuzzParseProxy$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/clientaddr
 	$(GO) test -run='^$$' -fuzz='^FuzzForwarding$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/clientaddr
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/cmcd
 
 build:
 	$(GO) build -o bin/segorigin ./cmd/segorigin
