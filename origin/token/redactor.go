@@ -1,0 +1,181 @@
+package token
+
+import (
+	"bytes"
+	"net/url"
+	"strings"
+)
+
+// Elision replaces a token, or a token's MAC, in text that a Redactor
+// cleans.
+const Elision = "…"
+
+// Redactor hides tokens in text that is about to be logged: a request
+// target, a Referer, a header or cookie value, or a message that echoes
+// request bytes. Redaction is by shape, so it also cleans text that does
+// not parse as a URL:
+//
+//   - "/<prefix>/<segment>" (the path carrier) becomes "/<prefix>/…";
+//   - "<param>=<value>" for each carrier parameter or cookie name (after
+//     start of text, '?', '&', ';' or a space) keeps the name, "=…";
+//   - "hmac=<value>" anywhere, in any case (a raw token) keeps the name,
+//     "=…".
+//
+// What stays is what an operator needs to debug a refusal: the key id and
+// expiry of the first token seen, returned separately (Info), and the
+// file's path. The zero Redactor cleans only hmac= fields.
+type Redactor struct {
+	carrier string   // "/t/", or "" without a path carrier
+	params  []string // "token=", "segorigin_token=", "md5=": names with '='
+}
+
+// NewRedactor returns a Redactor for the path carrier prefix ("t"; "" for
+// none) and the query parameters and cookie names that carry tokens or
+// MACs ("token", "segorigin_token", "md5").
+func NewRedactor(pathPrefix string, params ...string) Redactor {
+	var r Redactor
+	if p := strings.Trim(pathPrefix, "/"); p != "" {
+		r.carrier = "/" + p + "/"
+	}
+	for _, p := range params {
+		if p != "" {
+			r.params = append(r.params, p+"=")
+		}
+	}
+	return r
+}
+
+// Info is what Append keeps of the first token it redacts: the fields
+// that let an operator tell which key signed it and when it expires.
+type Info struct {
+	KeyID   string // kid=, "" when absent or not decodable
+	Expires string // exp= (Unix seconds, as in the token)
+}
+
+// Append appends text, redacted, to dst; it returns the extended slice and
+// the Info of the first decodable token found.
+func (r Redactor) Append(dst []byte, text string) ([]byte, Info) {
+	var info Info
+	for i := 0; i < len(text); {
+		if r.carrier != "" && strings.HasPrefix(text[i:], r.carrier) {
+			j := i + len(r.carrier)
+			end := j + segmentLen(text[j:])
+			if end > j {
+				info.fill(segmentToken(text[j:end]))
+				dst = append(append(dst, r.carrier...), Elision...)
+				i = end
+				continue
+			}
+		}
+		if name := r.paramAt(text, i); name != "" {
+			j := i + len(name)
+			end := j + valueLen(text[j:])
+			info.fill(paramToken(text[j:end]))
+			dst = append(append(dst, name...), Elision...)
+			i = end
+			continue
+		}
+		dst = append(dst, text[i])
+		i++
+	}
+	return dst, info
+}
+
+// String is Append into a fresh string, for cold paths.
+func (r Redactor) String(text string) string {
+	b, _ := r.Append(nil, text)
+	return string(b)
+}
+
+// paramAt returns the parameter name (with '=') starting at text[i], when
+// it starts a parameter, or "".
+func (r Redactor) paramAt(text string, i int) string {
+	if i > 0 {
+		switch text[i-1] {
+		case '?', '&', ';', ' ', '"', '\'', '~', ',':
+		default:
+			return ""
+		}
+	}
+	rest := text[i:]
+	for _, p := range r.params {
+		if strings.HasPrefix(rest, p) {
+			return p
+		}
+	}
+	if len(rest) >= 5 && strings.EqualFold(rest[:5], "hmac=") {
+		return rest[:5]
+	}
+	return ""
+}
+
+// segmentLen is the length of the base64url run at the start of s.
+func segmentLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		if _, ok := base64URLVal(s[i]); !ok {
+			return i
+		}
+	}
+	return len(s)
+}
+
+// valueLen is the length of a parameter value at the start of s: up to
+// the next delimiter of a query, cookie list, quoted string or token.
+func valueLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '&', ';', '#', ' ', '"', '\'', ',', '\\', '\r', '\n', '\t':
+			return i
+		}
+	}
+	return len(s)
+}
+
+// segmentToken decodes a path carrier segment; "" when it is none.
+func segmentToken(seg string) string {
+	tok, err := ParseSegment(seg)
+	if err != nil {
+		return ""
+	}
+	return tok
+}
+
+// paramToken decodes a carrier parameter value: a raw token
+// (percent-encoded or not) or its segment form.
+func paramToken(v string) string {
+	if u, err := url.QueryUnescape(v); err == nil {
+		v = u
+	}
+	if hasMACField(v) {
+		return v
+	}
+	return segmentToken(v)
+}
+
+// fill sets info from tok's kid= and exp= fields, once.
+func (info *Info) fill(tok string) {
+	if tok == "" || info.KeyID != "" || info.Expires != "" {
+		return
+	}
+	for _, field := range strings.Split(tok, "~") {
+		name, value, _ := strings.Cut(field, "=")
+		switch name {
+		case "kid":
+			info.KeyID = printableOnly(value)
+		case "exp":
+			info.Expires = printableOnly(value)
+		}
+	}
+}
+
+// printableOnly keeps a field from a forged token from writing control
+// bytes into a log; the token grammar has only visible ASCII.
+func printableOnly(s string) string {
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	if bytes.IndexFunc([]byte(s), func(r rune) bool { return r < 0x21 || r > 0x7e }) >= 0 {
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,47 @@
+package token
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func TestRedactor(t *testing.T) {
+	r := NewRedactor("t", "token", "segorigin_token", "md5")
+	seg := PathSegment(opensslToken)
+	info := Info{KeyID: "k1", Expires: "1700003600"}
+	tests := []struct {
+		name, text, want string
+		info             Info
+	}{
+		{"path carrier", "/t/" + seg + "/hls/ts/seg1.ts", "/t/…/hls/ts/seg1.ts", info},
+		{"query raw token", "/vod/a.ts?x=1&token=" + url.QueryEscape(opensslToken) + "&y=2", "/vod/a.ts?x=1&token=…&y=2", info},
+		{"query segment form", "/vod/a.ts?token=" + seg, "/vod/a.ts?token=…", info},
+		{"secure_link md5", "/vod/a.ts?md5=AbCd123&expires=1700003600", "/vod/a.ts?md5=…&expires=1700003600", Info{}},
+		{"cookie list", "a=b; segorigin_token=" + seg + "; c=d", "a=b; segorigin_token=…; c=d", info},
+		{"raw hmac anywhere", `bad request "exp=1~HMAC=` + strings.Repeat("ab", 32) + `"`, `bad request "exp=1~HMAC=…"`, Info{}},
+		{"referer URL", "https://site.example/t/" + seg + "/vod/master.m3u8", "https://site.example/t/…/vod/master.m3u8", info},
+		{"parameter name inside a word is kept", "/vod/a.ts?mytoken=abc", "/vod/a.ts?mytoken=abc", Info{}},
+		{"forged segment still redacted", "/t/AAAA/x", "/t/…/x", Info{}},
+		{"prefix alone", "/t/", "/t/", Info{}},
+		{"no carrier", "/hls/ts/seg1.ts?CMCD=br%3D3200", "/hls/ts/seg1.ts?CMCD=br%3D3200", Info{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, gotInfo := r.Append(nil, tt.text)
+			if string(got) != tt.want || gotInfo != tt.info {
+				t.Errorf("Append(%.60q) = %q, %+v; want %q, %+v", tt.text, got, gotInfo, tt.want, tt.info)
+			}
+		})
+	}
+}
+
+// TestRedactorZero: without carriers only hmac= fields are hidden.
+func TestRedactorZero(t *testing.T) {
+	var r Redactor
+	in := "/t/" + PathSegment(opensslToken) + "/a?hmac=00ff"
+	want := "/t/" + PathSegment(opensslToken) + "/a?hmac=…"
+	if got := r.String(in); got != want {
+		t.Errorf("zero Redactor: String(%q) = %q, want %q", in, got, want)
+	}
+}
