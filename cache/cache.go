@@ -185,13 +185,40 @@ func (c *Cache) unlock() {
 // (errors.Is(err, fs.ErrNotExist), syscall.EMFILE, ...) or are ErrIsDir or
 // ErrNotRegular wrapped in an *fs.PathError.
 func (c *Cache) Acquire(name string) (*Handle, error) {
-	return c.acquire(name, true)
+	return c.acquire(name, true, nil)
+}
+
+// Outcome says how Acquire answered, for access logs.
+type Outcome uint8
+
+// Outcomes of AcquireOutcome.
+const (
+	Miss        Outcome = iota // opened the file, or waited for another caller's open
+	Hit                        // a listed open file, no system call (a revalidation stat aside)
+	NegativeHit                // a remembered "does not exist"
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Hit:
+		return "hit"
+	case NegativeHit:
+		return "negative_hit"
+	}
+	return "miss"
+}
+
+// AcquireOutcome is Acquire, also saying whether it was a hit.
+func (c *Cache) AcquireOutcome(name string) (*Handle, Outcome, error) {
+	o := Miss
+	h, err := c.acquire(name, true, &o)
+	return h, o, err
 }
 
 // acquire is Acquire; check false skips revalidation, so that a caller whose
 // revalidation just dropped an entry does not loop on a file that keeps
-// changing.
-func (c *Cache) acquire(name string, check bool) (*Handle, error) {
+// changing. out, when not nil, is set on a hit (it stays Miss otherwise).
+func (c *Cache) acquire(name string, check bool, out *Outcome) (*Handle, error) {
 	if c.maxFiles == 0 {
 		c.stats.misses.Add(1)
 		return c.openUncached(name)
@@ -206,9 +233,10 @@ func (c *Cache) acquire(name string, check bool) (*Handle, error) {
 		if h.tryRef() {
 			c.mu.Unlock()
 			if check && c.due(h) {
-				return c.revalidateEntry(name, h)
+				return c.revalidateEntry(name, h, out)
 			}
 			c.stats.hits.Add(1)
+			setOutcome(out, Hit)
 			return h, nil
 		}
 		// Listed but unreferenced: only a double Release gets here (see
@@ -219,6 +247,7 @@ func (c *Cache) acquire(name string, check bool) (*Handle, error) {
 		if c.now().UnixNano() < ne.expires {
 			c.mu.Unlock()
 			c.stats.negativeHits.Add(1)
+			setOutcome(out, NegativeHit)
 			return nil, ne.err
 		}
 		c.negative.Remove(name)
@@ -242,11 +271,12 @@ func (c *Cache) due(h *Handle) bool {
 // revalidateEntry stats name and compares it with h, which the caller holds a
 // reference on. If the path now names another file, or a changed one, or
 // nothing, h is unlisted and the name is looked up afresh.
-func (c *Cache) revalidateEntry(name string, h *Handle) (*Handle, error) {
+func (c *Cache) revalidateEntry(name string, h *Handle, out *Outcome) (*Handle, error) {
 	c.stats.revalidations.Add(1)
 	fi, err := c.stat(name)
 	if err == nil && h.sameFile(fi) {
 		c.stats.hits.Add(1)
+		setOutcome(out, Hit)
 		return h, nil
 	}
 	c.stats.stale.Add(1)
@@ -256,7 +286,13 @@ func (c *Cache) revalidateEntry(name string, h *Handle) (*Handle, error) {
 	}
 	c.unlock()
 	h.Release()
-	return c.acquire(name, false)
+	return c.acquire(name, false, out)
+}
+
+func setOutcome(out *Outcome, o Outcome) {
+	if out != nil {
+		*out = o
+	}
 }
 
 // loadLocked opens name, or waits for the open already in progress. It is
