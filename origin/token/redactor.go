@@ -54,14 +54,16 @@ type Info struct {
 
 // Append appends text, redacted, to dst; it returns the extended slice and
 // the Info of the first decodable token found.
-func (r Redactor) Append(dst []byte, text string) ([]byte, Info) {
+func (r Redactor) Append(dst, text []byte) ([]byte, Info) {
 	var info Info
 	for i := 0; i < len(text); {
-		if r.carrier != "" && strings.HasPrefix(text[i:], r.carrier) {
+		if r.carrier != "" && bytes.HasPrefix(text[i:], []byte(r.carrier)) {
 			j := i + len(r.carrier)
 			end := j + segmentLen(text[j:])
 			if end > j {
-				info.fill(segmentToken(text[j:end]))
+				if info == (Info{}) {
+					info.fill(segmentToken(string(text[j:end])))
+				}
 				dst = append(append(dst, r.carrier...), Elision...)
 				i = end
 				continue
@@ -70,7 +72,9 @@ func (r Redactor) Append(dst []byte, text string) ([]byte, Info) {
 		if name := r.paramAt(text, i); name != "" {
 			j := i + len(name)
 			end := j + valueLen(text[j:])
-			info.fill(paramToken(text[j:end]))
+			if info == (Info{}) {
+				info.fill(paramToken(string(text[j:end])))
+			}
 			dst = append(append(dst, name...), Elision...)
 			i = end
 			continue
@@ -83,13 +87,13 @@ func (r Redactor) Append(dst []byte, text string) ([]byte, Info) {
 
 // String is Append into a fresh string, for cold paths.
 func (r Redactor) String(text string) string {
-	b, _ := r.Append(nil, text)
+	b, _ := r.Append(nil, []byte(text))
 	return string(b)
 }
 
 // paramAt returns the parameter name (with '=') starting at text[i], when
 // it starts a parameter, or "".
-func (r Redactor) paramAt(text string, i int) string {
+func (r Redactor) paramAt(text []byte, i int) string {
 	if i > 0 {
 		switch text[i-1] {
 		case '?', '&', ';', ' ', '"', '\'', '~', ',':
@@ -99,18 +103,18 @@ func (r Redactor) paramAt(text string, i int) string {
 	}
 	rest := text[i:]
 	for _, p := range r.params {
-		if strings.HasPrefix(rest, p) {
+		if bytes.HasPrefix(rest, []byte(p)) {
 			return p
 		}
 	}
-	if len(rest) >= 5 && strings.EqualFold(rest[:5], "hmac=") {
-		return rest[:5]
+	if len(rest) >= 5 && bytes.EqualFold(rest[:5], []byte("hmac=")) {
+		return string(rest[:5])
 	}
 	return ""
 }
 
 // segmentLen is the length of the base64url run at the start of s.
-func segmentLen(s string) int {
+func segmentLen(s []byte) int {
 	for i := 0; i < len(s); i++ {
 		if _, ok := base64URLVal(s[i]); !ok {
 			return i
@@ -121,7 +125,7 @@ func segmentLen(s string) int {
 
 // valueLen is the length of a parameter value at the start of s: up to
 // the next delimiter of a query, cookie list, quoted string or token.
-func valueLen(s string) int {
+func valueLen(s []byte) int {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '&', ';', '#', ' ', '"', '\'', ',', '\\', '\r', '\n', '\t':

@@ -28,7 +28,7 @@ func TestRedactor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, gotInfo := r.Append(nil, tt.text)
+			got, gotInfo := r.Append(nil, []byte(tt.text))
 			if string(got) != tt.want || gotInfo != tt.info {
 				t.Errorf("Append(%.60q) = %q, %+v; want %q, %+v", tt.text, got, gotInfo, tt.want, tt.info)
 			}
@@ -43,5 +43,15 @@ func TestRedactorZero(t *testing.T) {
 	want := "/t/" + PathSegment(opensslToken) + "/a?hmac=…"
 	if got := r.String(in); got != want {
 		t.Errorf("zero Redactor: String(%q) = %q, want %q", in, got, want)
+	}
+}
+
+// TestRedactorAllocs: text without a token costs no allocation.
+func TestRedactorAllocs(t *testing.T) {
+	r := NewRedactor("t", "token", "segorigin_token", "md5")
+	text := []byte("/hls/ts/seg1.ts?CMCD=br%3D3200&x=1")
+	buf := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(100, func() { buf, _ = r.Append(buf[:0], text) }); n != 0 {
+		t.Errorf("Append(%q): %v allocations, want 0", text, n)
 	}
 }
