@@ -1,23 +1,44 @@
 package origin
 
 import (
-	"context"
-	"log/slog"
+	"bytes"
+	"io"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+
+	"segorigin/cache"
+	"segorigin/origin/accesslog"
+	"segorigin/origin/cmcd"
+	"segorigin/origin/token"
 )
 
-// accessLog writes one structured line per response (or one in Sample),
-// when configured. It is off by default; when on, a line costs one slog
-// record with attributes, no formatting on the request path beyond that.
+// accessLog writes one line per response (or one in sample) to w, when
+// configured. A line is formatted into a pooled buffer without
+// allocation (a token or CMCD in the request aside) and written with one
+// Write.
 type accessLog struct {
-	l      *slog.Logger // nil: off
-	sample uint64       // log one response in sample
+	w      io.Writer // nil: off
+	format accesslog.Format
+	sample uint64 // log one response in sample
 	n      atomic.Uint64
+	bufs   sync.Pool      // *accessScratch
+	errLog rateLimitedLog // write failures, once per interval
 }
+
+// accessScratch is one line's working memory.
+type accessScratch struct {
+	line, path, query, referer, client []byte
+	entry                              accesslog.Entry
+	cmcd                               cmcd.Data
+}
+
+// userCacheOutcome is the RequestCtx user value key under which route
+// leaves the file cache's outcome for the access log.
+const userCacheOutcome = "segorigin.cache"
 
 // latencyBuckets span a cached playlist (~100 µs) to a slow 2 MiB segment.
 var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 2.5, 12)
@@ -36,19 +57,10 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, k kind, sent int64, via string
 	d := time.Since(ctx.Time())
 	s.latencyBy[k].Observe(d.Seconds())
 	a := &s.access
-	if a.l == nil || a.n.Add(1)%a.sample != 0 {
+	if a.w == nil || a.n.Add(1)%a.sample != 0 {
 		return
 	}
-	a.l.LogAttrs(context.Background(), slog.LevelInfo, "access",
-		slog.String("method", string(ctx.Method())),
-		slog.String("path", string(ctx.URI().PathOriginal())),
-		slog.Int("status", ctx.Response.StatusCode()),
-		slog.String("range", string(ctx.Request.Header.Peek("Range"))),
-		slog.Int64("bytes", sent),
-		slog.Duration("duration", d),
-		slog.String("via", via),
-		slog.String("client", s.clientIP(ctx)),
-	)
+	s.logAccess(ctx, d, sent, via)
 }
 
 // finishNoStream records a response whose body (if any) fasthttp writes
@@ -56,4 +68,114 @@ func (s *Server) finish(ctx *fasthttp.RequestCtx, k kind, sent int64, via string
 func (s *Server) finishNoStream(ctx *fasthttp.RequestCtx, k kind) {
 	n := int64(len(ctx.Response.Body()))
 	s.finish(ctx, k, n, "")
+}
+
+// logAccess formats and writes one access line. Paths, queries and the
+// Referer go through the redactor: a logged token could be replayed.
+func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64, via string) {
+	a := &s.access
+	sc, _ := a.bufs.Get().(*accessScratch)
+	if sc == nil {
+		sc = new(accessScratch)
+	}
+	defer a.bufs.Put(sc)
+	r := s.redactor()
+	req := &ctx.Request.Header
+	e := &sc.entry
+	*e = accesslog.Entry{
+		Time:      ctx.Time(),
+		Method:    ctx.Method(),
+		Proto:     req.Protocol(),
+		Host:      req.Host(),
+		Status:    ctx.Response.StatusCode(),
+		Bytes:     sent,
+		Range:     req.Peek(fasthttp.HeaderRange),
+		Duration:  d,
+		Via:       via,
+		UserAgent: req.UserAgent(),
+	}
+	sc.client = sc.client[:0]
+	if ip := s.clientAddr(ctx); ip.IsValid() { // behind trusted proxies: the viewer
+		sc.client = ip.AppendTo(sc.client)
+	}
+	e.Client = sc.client
+	var info, qinfo token.Info
+	sc.path, info = r.Append(sc.path[:0], ctx.URI().PathOriginal())
+	sc.query, qinfo = r.Append(sc.query[:0], ctx.URI().QueryString())
+	sc.referer, _ = r.Append(sc.referer[:0], req.Referer())
+	e.Path, e.Query, e.Referer = sc.path, sc.query, sc.referer
+	if info == (token.Info{}) {
+		info = qinfo
+	}
+	e.TokenKeyID, e.TokenExpires = info.KeyID, info.Expires
+	if o, ok := ctx.UserValue(userCacheOutcome).(cache.Outcome); ok {
+		e.Cache = o.String()
+	}
+	hdrs := [4][]byte{req.Peek("Cmcd-Object"), req.Peek("Cmcd-Request"), req.Peek("Cmcd-Session"), req.Peek("Cmcd-Status")}
+	sc.cmcd = cmcd.Data{}
+	if present, err := readCMCD(ctx, &hdrs, &sc.cmcd); present {
+		e.CMCD, e.CMCDError = &sc.cmcd, err != nil
+	}
+	sc.line = a.format.Append(sc.line[:0], e)
+	if _, err := a.w.Write(sc.line); err != nil {
+		s.stats.AccessLogErrors.Add(1)
+		if a.errLog.Allow() {
+			s.log.Error("access log write failed", "err", err, "suppressed", a.errLog.Suppressed())
+		}
+	}
+	*e = accesslog.Entry{} // drop references to the request's buffers
+}
+
+// readCMCD parses the request's CMCD (CTA-5004) from the CMCD query
+// parameter and the four CMCD headers (hdrs: their values, nil when
+// absent) into d. present says whether any was sent; err is the first
+// malformed entry. Neither ever changes the response.
+func readCMCD(ctx *fasthttp.RequestCtx, hdrs *[4][]byte, d *cmcd.Data) (present bool, err error) {
+	add := func(v []byte) {
+		present = true
+		if e := d.Add(string(v)); e != nil && err == nil {
+			err = e
+		}
+	}
+	// The query is looked at only when it holds "CMCD=": parsing every
+	// query's arguments would cost the requests that carry none.
+	if q := ctx.URI().QueryString(); bytes.Contains(q, []byte("CMCD=")) {
+		if v := ctx.QueryArgs().Peek("CMCD"); len(v) > 0 {
+			add(v)
+		}
+	}
+	for _, v := range hdrs {
+		if len(v) > 0 {
+			add(v)
+		}
+	}
+	return present, err
+}
+
+// CMCDStats count requests that carried CMCD, with labels of low
+// cardinality only (no session or content IDs).
+type CMCDStats struct {
+	Requests   [cmcd.NumObjectTypes][cmcd.NumStreamingFormats]atomic.Int64 // GET/HEAD with CMCD, by ot and sf
+	Starvation atomic.Int64                                                // of those, with bs: the player's buffer ran dry
+	Malformed  atomic.Int64                                                // of those, with an entry dropped as malformed
+}
+
+// countCMCD parses and counts a GET or HEAD request's CMCD.
+func (s *Server) countCMCD(ctx *fasthttp.RequestCtx, rh *reqHeaders) {
+	if len(rh.cmcd[0])+len(rh.cmcd[1])+len(rh.cmcd[2])+len(rh.cmcd[3]) == 0 && len(ctx.URI().QueryString()) == 0 {
+		return
+	}
+	var d cmcd.Data
+	present, err := readCMCD(ctx, &rh.cmcd, &d)
+	if !present {
+		return
+	}
+	st := &s.stats.CMCD
+	st.Requests[d.ObjectType][d.StreamingFormat].Add(1)
+	if d.BufferStarvation {
+		st.Starvation.Add(1)
+	}
+	if err != nil {
+		st.Malformed.Add(1)
+	}
 }

@@ -57,6 +57,7 @@ type authorizer struct {
 	prefix string                    // "t/": the path carrier, as the cleaned path starts
 	stats  *AuthStats
 	logs   [8]rateLimitedLog // one per failure reason, so each reason is logged
+	redact token.Redactor    // hides this configuration's carriers in logs
 }
 
 // AuthStats count authorization outcomes by reason.
@@ -114,6 +115,11 @@ func newAuthorizer(cfg AuthConfig, stats *AuthStats, now func() time.Time) (*aut
 	for i := range a.logs {
 		a.logs[i].Every, a.logs[i].Now = time.Second, now
 	}
+	params := []string{cfg.QueryParam, cfg.Cookie}
+	if a.link != nil {
+		params = append(params, "md5")
+	}
+	a.redact = token.NewRedactor(cfg.PathPrefix, params...)
 	return a, nil
 }
 
@@ -264,8 +270,8 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 	}
 	r := reason(err)
 	if l := &a.logs[reasonIndex(r)]; l.Allow() {
-		s.log.Info("request refused", "status", code, "reason", r, "path", "/"+file,
-			"client", s.clientIP(ctx))
+		s.log.Info("request refused", "status", code, "reason", r, "path", s.loggable("/"+file),
+			"client", s.clientIP(ctx), "suppressed", l.Suppressed())
 	}
 	s.stats.Status4xx.Add(1)
 	s.setErrorHeaders(&ctx.Response.Header, code)
@@ -308,6 +314,15 @@ func (s *Server) ReloadAuth(cfg AuthConfig) error {
 	}
 	s.auth.Store(a)
 	return nil
+}
+
+// redactor returns what hides tokens in logged text: the carriers of the
+// authorization in force, or (authorization off) hmac= fields only.
+func (s *Server) redactor() token.Redactor {
+	if a := s.auth.Load(); a != nil {
+		return a.redact
+	}
+	return token.Redactor{}
 }
 
 // AuthEnabled reports whether requests need tokens.

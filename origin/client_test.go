@@ -2,7 +2,6 @@ package origin_test
 
 import (
 	"bufio"
-	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -74,7 +73,7 @@ func TestClientAddressInAccessLog(t *testing.T) {
 	var buf syncBuffer
 	ts := startServer(t, "", func(c *origin.Config) {
 		c.TrustedProxies = []string{"127.0.0.2"}
-		c.AccessLog = slog.New(slog.NewTextHandler(&buf, nil))
+		c.AccessLog = &buf
 	})
 	writeFile(t, ts.root, "a.m3u8", "#EXTM3U\n")
 	mustStatus(t, ts.dialFrom("127.0.0.2").do("GET", "/a.m3u8", "X-Forwarded-For: 198.51.100.7"), 200, "via proxy")

@@ -70,6 +70,7 @@ func evaluatePreconditions(h *reqHeaders, v validators) decision {
 type reqHeaders struct {
 	ifMatch, ifNoneMatch, ifModifiedSince, ifUnmodifiedSince []byte
 	rng, ifRange, origin                                     []byte
+	cmcd                                                     [4][]byte // CMCD-Object, -Request, -Session, -Status: read for metrics, never for the answer
 }
 
 // scan fills r from h. fasthttp stores header names normalised (the server
@@ -93,6 +94,14 @@ func (r *reqHeaders) scan(h *fasthttp.RequestHeader) {
 			dst = &r.ifUnmodifiedSince
 		case "Origin":
 			dst = &r.origin
+		case "Cmcd-Object":
+			dst = &r.cmcd[0]
+		case "Cmcd-Request":
+			dst = &r.cmcd[1]
+		case "Cmcd-Session":
+			dst = &r.cmcd[2]
+		case "Cmcd-Status":
+			dst = &r.cmcd[3]
 		default:
 			continue
 		}

@@ -3,9 +3,12 @@ package origin
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"time"
+
+	"segorigin/origin/accesslog"
 )
 
 // Config is everything the server needs. Field comments are the operator's
@@ -138,9 +141,12 @@ type Config struct {
 
 	// Logger receives operational log lines; nil uses slog.Default().
 	Logger *slog.Logger
-	// AccessLog receives one line per response when set (nil: off);
-	// AccessLogSample logs one response in that many (0 or 1: all).
-	AccessLog       *slog.Logger
+	// AccessLog receives one line per response, with one Write each, when
+	// set (nil: off), in AccessLogFormat (combined, the zero value, or
+	// JSON); AccessLogSample logs one response in that many (0 or 1:
+	// all). Tokens in paths, queries and the Referer are redacted.
+	AccessLog       io.Writer
+	AccessLogFormat accesslog.Format
 	AccessLogSample int
 	// Now is the clock; nil uses time.Now.
 	Now func() time.Time

@@ -65,18 +65,23 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		s.stats.Status5xx.Add(1)
 		if s.emfileLog.Allow() {
 			s.log.Error("out of file descriptors: shedding the file cache, answering 503",
-				"path", string(ctx.Path()), "err", err)
+				"path", s.loggable(string(ctx.Path())), "err", err, "suppressed", s.emfileLog.Suppressed())
 		}
 	case code >= 500:
 		s.stats.Status5xx.Add(1)
-		s.log.Error("request failed", "path", string(ctx.Path()), "err", err)
+		s.log.Error("request failed", "path", s.loggable(string(ctx.Path())), "err", s.loggable(err.Error()))
 	case code == fasthttp.StatusBadRequest:
 		s.stats.Status4xx.Add(1)
-		s.log.Info("bad request path", "raw", string(ctx.URI().PathOriginal()), "err", err)
+		s.stats.BadPaths.Add(1)
+		if s.badPathLog.Allow() {
+			s.log.Info("bad request path", "raw", s.loggable(string(ctx.URI().PathOriginal())), "err", err,
+				"suppressed", s.badPathLog.Suppressed())
+		}
 	default:
 		s.stats.Status4xx.Add(1)
-		if isRootEscape(err) {
-			s.log.Info("refused a path that leaves the root", "err", err)
+		if isRootEscape(err) && s.escapeLog.Allow() {
+			s.log.Info("refused a path that leaves the root", "err", s.loggable(err.Error()),
+				"suppressed", s.escapeLog.Suppressed())
 		}
 	}
 	s.setErrorHeaders(&ctx.Response.Header, code)
@@ -101,7 +106,8 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	}
 	s.stats.BadRequests.Add(1)
 	if s.parseErrLog.Allow() {
-		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(), "err", err)
+		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(),
+			"err", s.loggable(err.Error()), "suppressed", s.parseErrLog.Suppressed())
 	}
 	s.setCORS(ctx, ctx.Request.Header.Peek("Origin"))
 	s.setErrorHeaders(&ctx.Response.Header, code)
@@ -114,3 +120,17 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 // rateLimitedLog lets one log line through per interval, so a flood of the
 // same failure cannot flood the log.
 type rateLimitedLog = ratelog.Limiter
+
+// maxLoggedText bounds a logged path or error text: such text may come
+// from the request, and a client must not decide how much is written.
+const maxLoggedText = 256
+
+// loggable returns text fit for a log line: tokens redacted, cut to
+// maxLoggedText bytes.
+func (s *Server) loggable(text string) string {
+	text = s.redactor().String(text) // before the cut, which could split a token
+	if len(text) > maxLoggedText {
+		text = text[:maxLoggedText] + "...(cut)"
+	}
+	return text
+}

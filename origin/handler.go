@@ -43,6 +43,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 		s.fail(ctx, errMethod)
 		return kindOther, false
 	}
+	s.countCMCD(ctx, &rh)
 	var scratch [256]byte
 	name, err := cleanPath(scratch[:0], ctx.URI().PathOriginal())
 	if err == nil && !s.cfg.ServeDotfiles && hiddenSegment(name) {
@@ -61,7 +62,10 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 		}
 		name = file
 	}
-	h, err := s.cache.Acquire(name)
+	h, outcome, err := s.cache.AcquireOutcome(name)
+	if s.access.w != nil {
+		ctx.SetUserValue(userCacheOutcome, outcome)
+	}
 	if err != nil {
 		s.fail(ctx, err)
 		return kindOther, false

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/origin"
+	"segorigin/origin/accesslog"
 )
 
 // BenchmarkServe measures keep-alive GETs over loopback, segorigin beside
@@ -140,7 +140,7 @@ func startSegoriginNoCache(b *testing.B, root string) string {
 // writer), to show what the access log costs.
 func startSegoriginAccessLog(b *testing.B, root string) string {
 	return startSegoriginWith(b, root, 4096, func(c *origin.Config) {
-		c.AccessLog = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		c.AccessLog, c.AccessLogFormat = io.Discard, accesslog.JSON
 	})
 }
 

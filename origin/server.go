@@ -43,6 +43,9 @@ type Server struct {
 
 	emfileLog   rateLimitedLog // "out of file descriptors", once per interval
 	parseErrLog rateLimitedLog // unparseable requests, once per interval
+	badPathLog  rateLimitedLog // paths refused with 400, once per interval
+	escapeLog   rateLimitedLog // symlinks leaving the root, once per interval
+	fasthttpLog rateLimitedLog // fasthttp's own lines (they echo request bytes), once per interval
 
 	streamPool sync.Pool // *bodyStream
 
@@ -79,13 +82,16 @@ func New(cfg Config) (*Server, error) {
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
+	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog} {
+		l.Every, l.Now = 10*time.Second, cfg.Now
+	}
 	s.streamPool.New = func() any { return new(bodyStream) }
 	s.latency = newLatency()
 	for k := range s.latencyBy {
 		s.latencyBy[k] = s.latency.WithLabelValues(kind(k).String())
 	}
 	if cfg.AccessLog != nil {
-		s.access.l, s.access.sample = cfg.AccessLog, uint64(max(cfg.AccessLogSample, 1))
+		s.access.w, s.access.format, s.access.sample = cfg.AccessLog, cfg.AccessLogFormat, uint64(max(cfg.AccessLogSample, 1))
 	}
 
 	// The gate's hook reaches s.cache only at accept, after New.
@@ -183,7 +189,7 @@ func (s *Server) newFastHTTP() *fasthttp.Server {
 		DisableHeaderNamesNormalizing: false,
 		ReduceMemoryUsage:             false,
 		CloseOnShutdown:               true,
-		Logger:                        fasthttpLogger{s.log},
+		Logger:                        fasthttpLogger{s},
 		ErrorHandler:                  s.handleParseError,
 		// MaxConnsPerIP stays 0: fasthttp would wrap each connection and
 		// hide the *net.TCPConn the sendfile path needs. Our listener
@@ -288,15 +294,24 @@ func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }
 func (s *Server) onFDPressure(err error) {
 	s.cache.Shed()
 	if s.emfileLog.Allow() {
-		s.log.Error("out of file descriptors: accept failed; shedding the file cache and retrying", "err", err)
+		s.log.Error("out of file descriptors: accept failed; shedding the file cache and retrying", "err", err,
+			"suppressed", s.emfileLog.Suppressed())
 	}
 }
 
-// fasthttpLogger routes fasthttp's own messages into slog.
-type fasthttpLogger struct{ l *slog.Logger }
+// fasthttpLogger routes fasthttp's own messages into slog, at most one per
+// interval: for every connection that sends an unparseable request,
+// fasthttp writes a line that echoes the request's bytes, which a client
+// could otherwise use to fill the disk. The text is redacted and cut.
+type fasthttpLogger struct{ s *Server }
 
 func (f fasthttpLogger) Printf(format string, args ...any) {
-	f.l.Warn(fmt.Sprintf(format, args...), "component", "fasthttp")
+	s := f.s
+	if !s.fasthttpLog.Allow() {
+		return
+	}
+	s.log.Warn(s.loggable(fmt.Sprintf(format, args...)), "component", "fasthttp",
+		"suppressed", s.fasthttpLog.Suppressed())
 }
 
 // BodyPaths describes, as slog attributes, which body paths this process

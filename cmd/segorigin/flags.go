@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"segorigin/origin"
+	"segorigin/origin/accesslog"
 	"segorigin/origin/token"
 )
 
@@ -117,7 +118,9 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long responses in flight may take to finish")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "admin `address` for /metrics, /healthz, /readyz and, with -admin-pprof, /debug/pprof (off the public port; empty: none)")
 	fs.BoolVar(&c.AdminPprof, "admin-pprof", false, "serve /debug/pprof/ on -admin-listen (its /cmdline shows the full command line)")
-	fs.StringVar(&o.accessLog, "access-log", "", "access log: empty off, - for standard output, or a file `path`")
+	fs.StringVar(&o.accessLog, "access-log", "", "access log: empty off, - for standard output, or a file `path` (reopened on SIGUSR1 and SIGHUP)")
+	accessFormat := "combined"
+	fs.StringVar(&accessFormat, "access-log-format", accessFormat, "access log format: combined (nginx/Apache, for GoAccess and log tools) or json (one object a line); independent of -log-format")
 	fs.IntVar(&c.AccessLogSample, "access-log-sample", 1, "log one response in N")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
@@ -131,6 +134,10 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 		return nil, err
 	}
 	c.TLS.KTLS = origin.KTLSMode(ktlsMode)
+	var err error
+	if c.AccessLogFormat, err = accesslog.ParseFormat(accessFormat); err != nil {
+		return nil, fmt.Errorf("-access-log-format: %w", err)
+	}
 	hasCert := c.TLS.Dev || c.TLS.CertFile != "" || c.TLS.KeyFile != ""
 	if o.tlsListen != "" && !hasCert {
 		return nil, errors.New("-tls-listen needs -tls-cert and -tls-key, or -tls-dev")

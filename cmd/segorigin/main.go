@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"segorigin/origin"
+	"segorigin/origin/accesslog"
 	"segorigin/origin/admin"
 )
 
@@ -48,8 +49,13 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	opts.cfg.Logger = logger
-	if opts.cfg.AccessLog, err = openAccessLog(opts.accessLog, opts.logFormat); err != nil {
+	alog, err := openAccessLog(opts.accessLog)
+	if err != nil {
 		return err
+	}
+	if alog != nil {
+		defer alog.Close()
+		opts.cfg.AccessLog = alog
 	}
 	srv, err := origin.New(opts.cfg)
 	if err != nil {
@@ -86,7 +92,7 @@ func run(args []string, stderr io.Writer) error {
 		}
 		return err
 	}
-	go reloadOnHUP(ctx, srv, opts, logger) // ends with ctx
+	go onSignals(ctx, srv, opts, alog, logger) // ends with ctx
 	err = srv.Run(ctx, opts.drain, listeners...)
 	admin.stop()
 	logger.Info("stopped", "err", err)
@@ -134,22 +140,40 @@ func (a *adminServer) stop() {
 	<-a.done
 }
 
-// reloadOnHUP reloads, on every SIGHUP until ctx is done, what can change
-// without a restart: the TLS certificate and the auth key file (key
-// rotation). Connections are not dropped. A reload that fails leaves the
-// previous settings in service.
-func reloadOnHUP(ctx context.Context, srv *origin.Server, opts *options, logger *slog.Logger) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// onSignals serves SIGHUP and SIGUSR1 until ctx is done. SIGHUP reloads
+// what can change without a restart: the TLS certificate and the auth key
+// file (key rotation); connections are not dropped, and a reload that
+// fails leaves the previous settings in service. Both signals reopen the
+// access log by name, so that logrotate can move it away and signal
+// (USR1 is nginx's convention for this; HUP is what other tools send).
+func onSignals(ctx context.Context, srv *origin.Server, opts *options, alog *accesslog.File, logger *slog.Logger) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(sig)
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-hup:
-			reload(srv, opts, logger)
+		case s := <-sig:
+			if s == syscall.SIGHUP {
+				reload(srv, opts, logger)
+			}
+			reopenAccessLog(alog, s, logger)
 		}
 	}
+}
+
+// reopenAccessLog reopens the access log file, if there is one; a failure
+// keeps lines going to the old descriptor.
+func reopenAccessLog(alog *accesslog.File, s os.Signal, logger *slog.Logger) {
+	if alog == nil || alog.Path() == "-" {
+		return
+	}
+	if err := alog.Reopen(); err != nil {
+		logger.Warn("access log not reopened: lines still go to the old file", "signal", s.String(), "err", err)
+		return
+	}
+	logger.Info("access log reopened", "signal", s.String(), "path", alog.Path())
 }
 
 func reload(srv *origin.Server, opts *options, logger *slog.Logger) {
@@ -202,21 +226,15 @@ func logLimits(l *slog.Logger, cacheFiles int) {
 	}
 }
 
-// openAccessLog returns the access logger for -access-log: "" none, "-"
-// standard output, else a file appended to.
-func openAccessLog(path, format string) (*slog.Logger, error) {
-	var w io.Writer
-	switch path {
-	case "":
+// openAccessLog opens -access-log: "" none (nil), "-" standard output,
+// else a file appended to and reopened on SIGUSR1 and SIGHUP.
+func openAccessLog(path string) (*accesslog.File, error) {
+	if path == "" {
 		return nil, nil
-	case "-":
-		w = os.Stdout
-	default:
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("-access-log: %w", err)
-		}
-		w = f // open for the life of the process
 	}
-	return newLogger(format, "info", w)
+	f, err := accesslog.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("-access-log: %w", err)
+	}
+	return f, nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"segorigin/origin"
+	"segorigin/origin/cmcd"
 )
 
 // collector exports the server's atomics at scrape time: the hot path only
@@ -49,6 +50,12 @@ var metricDescs = map[string]*prometheus.Desc{
 	"watch_overflw": newDesc("watcher_overflows_total", "fsnotify event-queue overflows."),
 	"watch_dirs":    newDesc("watcher_directories", "Directories watched."),
 	"watch_degr":    newDesc("watcher_degraded", "1 while the watch set is incomplete and the cache revalidates by stat."),
+	"bad_paths":     newDesc("bad_paths_total", "Request paths refused with 400 (bad escape, control byte, climbing above the root)."),
+	"log_suppr":     newDesc("log_suppressed_total", "Log lines held back by rate limiting, by kind (their events are still counted by their own metrics).", "kind"),
+	"access_errs":   newDesc("access_log_errors_total", "Access log lines the log writer refused."),
+	"cmcd_req":      newDesc("cmcd_requests_total", "GET and HEAD requests carrying CMCD (CTA-5004), by object type (ot) and streaming format (sf); none when not given.", "object_type", "streaming_format"),
+	"cmcd_starve":   newDesc("cmcd_buffer_starvation_total", "Requests whose CMCD says the player's buffer ran dry since its previous request (bs)."),
+	"cmcd_bad":      newDesc("cmcd_malformed_total", "Requests with a CMCD entry dropped as malformed (the request is served as if it were absent)."),
 }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
@@ -114,6 +121,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter("tls", v.Load(), ev)
 	}
 	counter("accept_emfile", st.AcceptEMFILE.Load())
+	counter("bad_paths", st.BadPaths.Load())
+	counter("access_errs", st.AccessLogErrors.Load())
+	for kind, v := range c.s.LogSuppressed() {
+		counter("log_suppr", v, kind)
+	}
+	collectCMCD(&st.CMCD, counter)
 	cs := c.s.CacheStats()
 	for op, v := range map[string]uint64{
 		"hit": cs.Hits, "miss": cs.Misses, "negative_hit": cs.NegativeHits, "eviction": cs.Evictions,
@@ -135,6 +148,27 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		gauge("watch_degr", degraded)
 	}
+}
+
+// collectCMCD exports the CMCD counters; object type and streaming format
+// pairs no request carried are left out.
+func collectCMCD(st *origin.CMCDStats, counter func(string, int64, ...string)) {
+	for ot := range st.Requests {
+		for sf := range st.Requests[ot] {
+			if v := st.Requests[ot][sf].Load(); v > 0 {
+				counter("cmcd_req", v, cmcdLabel(cmcd.ObjectType(ot).String()), cmcdLabel(cmcd.StreamingFormat(sf).String()))
+			}
+		}
+	}
+	counter("cmcd_starve", st.Starvation.Load())
+	counter("cmcd_bad", st.Malformed.Load())
+}
+
+func cmcdLabel(token string) string {
+	if token == "" {
+		return "none"
+	}
+	return token
 }
 
 // Handler serves the admin endpoints of s, for a listener off the public
