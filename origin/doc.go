@@ -77,6 +77,21 @@
 // entry and the last response using it has released it, so no fd closes
 // under an in-flight sendfile.
 //
+// # Logs
+//
+// Every response is timed (segorigin_response_seconds) and, with an access
+// log configured, written as one combined or JSON line (accesslog.go; the
+// formats in origin/accesslog): paths, queries and the Referer pass
+// through the token Redactor of the authorization in force, and the CMCD
+// the player sent (origin/cmcd) is parsed into the line. CMCD is also
+// counted by object type and streaming format when the request is read;
+// it is information about the player and never changes an answer.
+// Refusals (bad paths, unparseable requests, auth failures by reason,
+// EMFILE, connection limits) and fasthttp's own messages are always
+// counted and logged at most once per interval per kind (rateLimitedLog),
+// the next line saying how many were held back; text that comes from a
+// request is redacted and cut before it is logged.
+//
 // # What it never does
 //
 // It never lists directories, never compresses (media is compressed

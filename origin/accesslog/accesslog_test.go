@@ -98,11 +98,13 @@ func TestJSONEmpty(t *testing.T) {
 }
 
 func TestAppendAllocs(t *testing.T) {
-	e := testEntry(t)
+	full, empty := testEntry(t), &Entry{Status: 200}
 	buf := make([]byte, 0, 2048)
 	for _, f := range []Format{Combined, JSON} {
-		if n := testing.AllocsPerRun(100, func() { buf = f.Append(buf[:0], e) }); n != 0 {
-			t.Errorf("%v.Append: %v allocations, want 0", f, n)
+		for _, e := range []*Entry{full, empty} {
+			if n := testing.AllocsPerRun(100, func() { buf = f.Append(buf[:0], e) }); n != 0 {
+				t.Errorf("%v.Append(%+v): %v allocations, want 0", f, e, n)
+			}
 		}
 	}
 }

@@ -35,8 +35,8 @@ func appendJSON(dst []byte, e *Entry) []byte {
 	dst = appendField(dst, "user_agent", e.UserAgent)
 	dst = appendStringField(dst, "token_kid", e.TokenKeyID)
 	dst = append(dst, `,"token_exp":`...)
-	if exp, err := strconv.ParseInt(e.TokenExpires, 10, 64); err == nil {
-		dst = strconv.AppendInt(dst, exp, 10)
+	if isDigits(e.TokenExpires) {
+		dst = append(dst, e.TokenExpires...)
 	} else {
 		dst = append(dst, "null"...)
 	}
@@ -45,6 +45,20 @@ func appendJSON(dst []byte, e *Entry) []byte {
 	dst = append(dst, `,"cmcd_malformed":`...)
 	dst = strconv.AppendBool(dst, e.CMCDError)
 	return append(dst, "}\n"...)
+}
+
+// isDigits reports whether s is a JSON-safe unsigned integer: 1 to 18
+// digits, no leading zero (the token grammar's exp=).
+func isDigits(s string) bool {
+	if s == "" || len(s) > 18 || s[0] == '0' && len(s) > 1 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // appendSeconds writes d in seconds with microsecond precision.

@@ -59,10 +59,43 @@ func (k Key) String() string {
 
 // lookupKey returns the reserved key named name.
 func lookupKey(name string) (Key, bool) {
-	for k, n := range keyNames {
-		if n == name {
-			return Key(k), true
-		}
+	switch name { // a switch, which the compiler searches by length and bytes
+	case "bl":
+		return KeyBL, true
+	case "br":
+		return KeyBR, true
+	case "bs":
+		return KeyBS, true
+	case "cid":
+		return KeyCID, true
+	case "d":
+		return KeyD, true
+	case "dl":
+		return KeyDL, true
+	case "mtp":
+		return KeyMTP, true
+	case "nor":
+		return KeyNOR, true
+	case "nrr":
+		return KeyNRR, true
+	case "ot":
+		return KeyOT, true
+	case "pr":
+		return KeyPR, true
+	case "rtp":
+		return KeyRTP, true
+	case "sf":
+		return KeySF, true
+	case "sid":
+		return KeySID, true
+	case "st":
+		return KeyST, true
+	case "su":
+		return KeySU, true
+	case "tb":
+		return KeyTB, true
+	case "v":
+		return KeyV, true
 	}
 	return 0, false
 }

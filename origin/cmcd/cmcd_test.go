@@ -121,3 +121,12 @@ func TestNextAbsent(t *testing.T) {
 		t.Errorf("Next() without nor/nrr = %q, %q, %v; want \"\", \"\", false", o, r, ok)
 	}
 }
+
+// TestKeyNames: lookupKey and String agree for every key.
+func TestKeyNames(t *testing.T) {
+	for k := Key(0); k < numKeys; k++ {
+		if got, ok := lookupKey(k.String()); got != k || !ok {
+			t.Errorf("lookupKey(%q) = %v, %v; want %v, true", k.String(), got, ok, k)
+		}
+	}
+}
