@@ -31,9 +31,9 @@ type accessLog struct {
 
 // accessScratch is one line's working memory.
 type accessScratch struct {
-	line, path, query, referer, client []byte
-	entry                              accesslog.Entry
-	cmcd                               cmcd.Data
+	line, path, query, referer, agent, host, client []byte
+	entry                                           accesslog.Entry
+	cmcd                                            cmcd.Data
 }
 
 // userCacheOutcome is the RequestCtx user value key under which route
@@ -70,8 +70,9 @@ func (s *Server) finishNoStream(ctx *fasthttp.RequestCtx, k kind) {
 	s.finish(ctx, k, n, "")
 }
 
-// logAccess formats and writes one access line. Paths, queries and the
-// Referer go through the redactor: a logged token could be replayed.
+// logAccess formats and writes one access line. Every logged text that
+// comes from the request goes through the redactor: a logged token could
+// be replayed.
 func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64, via string) {
 	a := &s.access
 	sc, _ := a.bufs.Get().(*accessScratch)
@@ -83,16 +84,14 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64
 	req := &ctx.Request.Header
 	e := &sc.entry
 	*e = accesslog.Entry{
-		Time:      ctx.Time(),
-		Method:    ctx.Method(),
-		Proto:     req.Protocol(),
-		Host:      req.Host(),
-		Status:    ctx.Response.StatusCode(),
-		Bytes:     sent,
-		Range:     req.Peek(fasthttp.HeaderRange),
-		Duration:  d,
-		Via:       via,
-		UserAgent: req.UserAgent(),
+		Time:     ctx.Time(),
+		Method:   ctx.Method(),
+		Proto:    req.Protocol(),
+		Status:   ctx.Response.StatusCode(),
+		Bytes:    sent,
+		Range:    req.Peek(fasthttp.HeaderRange),
+		Duration: d,
+		Via:      via,
 	}
 	sc.client = sc.client[:0]
 	if ip := s.clientAddr(ctx); ip.IsValid() { // behind trusted proxies: the viewer
@@ -103,7 +102,9 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64
 	sc.path, info = r.Append(sc.path[:0], ctx.URI().PathOriginal())
 	sc.query, qinfo = r.Append(sc.query[:0], ctx.URI().QueryString())
 	sc.referer, _ = r.Append(sc.referer[:0], req.Referer())
-	e.Path, e.Query, e.Referer = sc.path, sc.query, sc.referer
+	sc.agent, _ = r.Append(sc.agent[:0], req.UserAgent())
+	sc.host, _ = r.Append(sc.host[:0], req.Host())
+	e.Path, e.Query, e.Referer, e.UserAgent, e.Host = sc.path, sc.query, sc.referer, sc.agent, sc.host
 	if info == (token.Info{}) {
 		info = qinfo
 	}

@@ -19,7 +19,10 @@ const Elision = "…"
 //   - "<param>=<value>" for each carrier parameter or cookie name (after
 //     start of text, '?', '&', ';' or a space) keeps the name, "=…";
 //   - "hmac=<value>" anywhere, in any case (a raw token) keeps the name,
-//     "=…".
+//     "=…";
+//   - any other base64url run that decodes to a token with a MAC (a
+//     segment under another prefix, or in text that is not a URL) becomes
+//     "…".
 //
 // What stays is what an operator needs to debug a refusal: the key id and
 // expiry of the first token seen, returned separately (Info), and the
@@ -69,6 +72,16 @@ func (r Redactor) Append(dst, text []byte) ([]byte, Info) {
 				continue
 			}
 		}
+		if n := tokenRunAt(text, i); n > 0 {
+			// A token's segment form outside the carrier position (another
+			// prefix in a Referer, an echoed request with a mangled path).
+			if info == (Info{}) {
+				info.fill(segmentToken(string(text[i : i+n])))
+			}
+			dst = append(dst, Elision...)
+			i += n
+			continue
+		}
 		if name := r.paramAt(text, i); name != "" {
 			j := i + len(name)
 			end := j + valueLen(text[j:])
@@ -111,6 +124,31 @@ func (r Redactor) paramAt(text []byte, i int) string {
 		return string(rest[:5])
 	}
 	return ""
+}
+
+// minSegmentMACLen is the shortest segment that can hold a MAC: the
+// encoding of "hmac=" and 64 hex digits.
+const minSegmentMACLen = ((5+hexMACLen)*8 + 5) / 6
+
+// tokenRunAt returns the length of the base64url run starting at text[i]
+// when it decodes to text holding an hmac= field, else 0. Only runs long
+// enough to hold a MAC are decoded, so ordinary paths cost one scan.
+func tokenRunAt(text []byte, i int) int {
+	if i > 0 {
+		if _, ok := base64URLVal(text[i-1]); ok {
+			return 0 // inside a run: the run was judged at its start
+		}
+	}
+	n := segmentLen(text[i:])
+	if n < minSegmentMACLen || n > maxSegmentLen {
+		return 0
+	}
+	var buf [MaxTokenLen]byte
+	tok, err := ParseSegmentInto(buf[:0], string(text[i:i+n]))
+	if err != nil || !bytes.Contains(bytes.ToLower(tok), []byte("hmac=")) {
+		return 0
+	}
+	return n
 }
 
 // segmentLen is the length of the base64url run at the start of s.

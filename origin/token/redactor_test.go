@@ -36,13 +36,18 @@ func TestRedactor(t *testing.T) {
 	}
 }
 
-// TestRedactorZero: without carriers only hmac= fields are hidden.
+// TestRedactorZero: without carriers, hmac= fields and token segments
+// are still hidden; other paths are left alone.
 func TestRedactorZero(t *testing.T) {
 	var r Redactor
-	in := "/t/" + PathSegment(opensslToken) + "/a?hmac=00ff"
-	want := "/t/" + PathSegment(opensslToken) + "/a?hmac=…"
-	if got := r.String(in); got != want {
-		t.Errorf("zero Redactor: String(%q) = %q, want %q", in, got, want)
+	for in, want := range map[string]string{
+		"/t/" + PathSegment(opensslToken) + "/a?hmac=00ff": "/t/…/a?hmac=…",
+		"/x/" + PathSegment(opensslToken) + "/a":           "/x/…/a",
+		"/t/abc/" + strings.Repeat("A", 200):               "/t/abc/" + strings.Repeat("A", 200),
+	} {
+		if got := r.String(in); got != want {
+			t.Errorf("zero Redactor: String(%.40q) = %.60q, want %.60q", in, got, want)
+		}
 	}
 }
 
