@@ -2,6 +2,7 @@ package origin_test
 
 import (
 	"encoding/json"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"segorigin/origin"
 	"segorigin/origin/accesslog"
+	"segorigin/origin/admin"
 	"segorigin/origin/cmcd"
 	"segorigin/origin/token"
 )
@@ -101,6 +103,18 @@ func TestAccessLogJSON(t *testing.T) {
 	}
 	if s, m := st.CMCD.Starvation.Load(), st.CMCD.Malformed.Load(); s != 1 || m != 1 {
 		t.Errorf("CMCD starvation, malformed = %d, %d; want 1, 1", s, m)
+	}
+	rec := httptest.NewRecorder()
+	admin.Handler(ts.srv, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`segorigin_cmcd_requests_total{object_type="v",streaming_format="h"} 1`,
+		`segorigin_cmcd_requests_total{object_type="v",streaming_format="d"} 1`,
+		"segorigin_cmcd_buffer_starvation_total 1",
+		"segorigin_cmcd_malformed_total 1",
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
 	}
 }
 
