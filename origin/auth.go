@@ -312,7 +312,12 @@ func (s *Server) ReloadAuth(cfg AuthConfig) error {
 	if err != nil {
 		return fmt.Errorf("origin: auth: %w", err)
 	}
-	s.auth.Store(a)
+	old := s.auth.Swap(a)
+	// segorigin_log_suppressed_total{kind="auth"} is a counter: carry the
+	// held-back counts over, or a reload would make it go down.
+	for i := range a.logs {
+		a.logs[i].Inherit(&old.logs[i])
+	}
 	return nil
 }
 
