@@ -89,7 +89,6 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64
 		Proto:    req.Protocol(),
 		Status:   ctx.Response.StatusCode(),
 		Bytes:    sent,
-		Range:    req.Peek(fasthttp.HeaderRange),
 		Duration: d,
 		Via:      via,
 	}
@@ -112,9 +111,11 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64
 	if o, ok := ctx.UserValue(userCacheOutcome).(cache.Outcome); ok {
 		e.Cache = o.String()
 	}
-	hdrs := [4][]byte{req.Peek("Cmcd-Object"), req.Peek("Cmcd-Request"), req.Peek("Cmcd-Session"), req.Peek("Cmcd-Status")}
+	var rh reqHeaders // one pass for Range and the CMCD headers, not five Peeks
+	rh.scan(req)
+	e.Range = rh.rng
 	sc.cmcd = cmcd.Data{}
-	if present, err := readCMCD(ctx, &hdrs, &sc.cmcd); present {
+	if present, err := readCMCD(ctx, &rh.cmcd, &sc.cmcd); present {
 		e.CMCD, e.CMCDError = &sc.cmcd, err != nil
 	}
 	sc.line = a.format.Append(sc.line[:0], e)

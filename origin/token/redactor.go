@@ -59,6 +59,9 @@ type Info struct {
 // the Info of the first decodable token found.
 func (r Redactor) Append(dst, text []byte) ([]byte, Info) {
 	var info Info
+	if !r.mayHold(text) {
+		return append(dst, text...), info
+	}
 	for i := 0; i < len(text); {
 		if r.carrier != "" && bytes.HasPrefix(text[i:], []byte(r.carrier)) {
 			j := i + len(r.carrier)
@@ -102,6 +105,25 @@ func (r Redactor) Append(dst, text []byte) ([]byte, Info) {
 func (r Redactor) String(text string) string {
 	b, _ := r.Append(nil, []byte(text))
 	return string(b)
+}
+
+// mayHold reports whether text may hold anything Append redacts: the
+// carrier prefix, a '=' (parameters, hmac=), or a base64url run long
+// enough to be a token. Most logged text (paths without a token, user
+// agents, hosts) holds none, and is then copied as it is.
+func (r Redactor) mayHold(text []byte) bool {
+	if bytes.IndexByte(text, '=') >= 0 || r.carrier != "" && bytes.Contains(text, []byte(r.carrier)) {
+		return true
+	}
+	run := 0
+	for _, c := range text {
+		if _, ok := base64URLVal(c); !ok {
+			run = 0
+		} else if run++; run >= minSegmentMACLen {
+			return true
+		}
+	}
+	return false
 }
 
 // paramAt returns the parameter name (with '=') starting at text[i], when
