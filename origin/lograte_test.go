@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"segorigin/origin"
 	"segorigin/origin/admin"
+	"segorigin/origin/token"
 )
 
 // TestRefusalsRateLimited: a flood of unparseable requests and of bad
@@ -62,5 +64,41 @@ func TestRefusalsRateLimited(t *testing.T) {
 	}
 	if !strings.Contains(text, "suppressed=0") {
 		t.Errorf("first lines should say suppressed=0:\n%s", text)
+	}
+}
+
+// TestLoggedRequestBytesRedacted: a token in a request the server refuses
+// (unparseable, or a bad path) reaches the process log only redacted,
+// fasthttp's echo of the request bytes included.
+func TestLoggedRequestBytesRedacted(t *testing.T) {
+	var logs syncBuffer
+	key := token.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}
+	ring, err := token.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, "", func(c *origin.Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		c.Auth.Keys = ring
+	})
+	tok := mustSign(t, key, token.Claims{Expiry: time.Now().Add(time.Hour), ACL: []string{"/vod/*"}, KeyID: "k1"})
+	seg := token.PathSegment(tok)
+	rawExchange(t, ts.addr, "GARBAGE /t/"+seg+"/vod/a.ts \x01\r\n\r\n")
+	mustStatus(t, ts.get("/t/"+seg+"/vod/%zz"), 400, "bad escape after a token")
+	rawExchange(t, ts.addr, "GARBAGE /vod/a.ts?token="+url.QueryEscape(tok)+" \x01\r\n\r\n")
+	waitFor(t, 2*time.Second, "the refusals logged", func() bool {
+		return strings.Contains(logs.String(), "bad request path") && strings.Contains(logs.String(), "component=fasthttp")
+	})
+	text := logs.String()
+	for _, secret := range []string{seg, tok[strings.LastIndex(tok, "=")+1:]} {
+		if strings.Contains(text, secret) {
+			t.Errorf("the process log holds a token (%.20s...):\n%s", secret, text)
+		}
+	}
+	if !strings.Contains(text, "/t/…/vod/%zz") {
+		t.Errorf("bad path line lacks the redacted path /t/…/vod/%%zz:\n%s", text)
+	}
+	if !strings.Contains(text, `GARBAGE /t/…/vod/a.ts`) {
+		t.Errorf("fasthttp's echo of the request lacks the redacted path:\n%s", text)
 	}
 }
