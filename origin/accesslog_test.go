@@ -21,14 +21,8 @@ import (
 // parsed into the line; the file cache's outcome is named.
 func TestAccessLogJSON(t *testing.T) {
 	var buf syncBuffer
-	key := token.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}
-	ring, err := token.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := startServer(t, "", func(c *origin.Config) {
+	ts, key := signingServer(t, func(c *origin.Config) {
 		c.AccessLog, c.AccessLogFormat = &buf, accesslog.JSON
-		c.Auth.Keys = ring
 	})
 	writeFile(t, ts.root, "vod/a/seg1.ts", "0123456789abcdef")
 	exp := time.Now().Add(time.Hour).Truncate(time.Second)
@@ -116,6 +110,21 @@ func TestAccessLogJSON(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
+}
+
+// signingServer starts a server (cfg changed by mod) that requires tokens,
+// and returns the key that signs them.
+func signingServer(t *testing.T, mod func(*origin.Config)) (*testServer, token.Key) {
+	t.Helper()
+	key := token.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}
+	ring, err := token.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return startServer(t, "", func(c *origin.Config) {
+		c.Auth.Keys = ring
+		mod(c)
+	}), key
 }
 
 func jsonEqual(a, b any) bool {

@@ -72,14 +72,8 @@ func TestRefusalsRateLimited(t *testing.T) {
 // fasthttp's echo of the request bytes included.
 func TestLoggedRequestBytesRedacted(t *testing.T) {
 	var logs syncBuffer
-	key := token.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}
-	ring, err := token.NewKeyring(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := startServer(t, "", func(c *origin.Config) {
+	ts, key := signingServer(t, func(c *origin.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		c.Auth.Keys = ring
 	})
 	tok := mustSign(t, key, token.Claims{Expiry: time.Now().Add(time.Hour), ACL: []string{"/vod/*"}, KeyID: "k1"})
 	seg := token.PathSegment(tok)
