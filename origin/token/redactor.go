@@ -243,3 +243,8 @@ func printableOnly(s string) string {
 	}
 	return s
 }
+
+// hasMACField reports whether s may hold an hmac= field, in any case.
+func hasMACField(s string) bool {
+	return strings.Contains(strings.ToLower(s), "hmac=")
+}
