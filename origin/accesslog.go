@@ -46,7 +46,7 @@ var latencyBuckets = prometheus.ExponentialBuckets(0.0001, 2.5, 12)
 func newLatency() *prometheus.HistogramVec {
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "segorigin_response_seconds",
-		Help:    "Time from reading the request to the last body byte handed to the kernel, by kind of file.",
+		Help:    "Time from reading the request to the last body byte handed to the kernel, by kind of file; kind=\"error\" for 4xx and 5xx responses.",
 		Buckets: latencyBuckets,
 	}, []string{"kind"})
 }
@@ -55,7 +55,7 @@ func newLatency() *prometheus.HistogramVec {
 // via is the body path ("sendfile", "ktls", "copy", or "" for no body).
 func (s *Server) finish(ctx *fasthttp.RequestCtx, k kind, sent int64, via string) {
 	d := time.Since(ctx.Time())
-	s.latencyBy[k].Observe(d.Seconds())
+	s.record(ctx, k, d)
 	a := &s.access
 	if a.w == nil || a.n.Add(1)%a.sample != 0 {
 		return

@@ -273,7 +273,6 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 		s.log.Info("request refused", "status", code, "reason", r, "path", s.loggable("/"+file),
 			"client", s.clientIP(ctx), "suppressed", l.Suppressed())
 	}
-	s.stats.Status4xx.Add(1)
 	s.setErrorHeaders(&ctx.Response.Header, code)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)

@@ -21,7 +21,10 @@ const (
 // validators are the representation metadata preconditions are judged on.
 type validators struct {
 	etag    string    // strong entity tag, quoted
-	modTime time.Time // truncated to whole seconds, as Last-Modified carries it
+	modTime time.Time // Last-Modified as sent: whole seconds, never after Date
+	// dateClamped: the file's mtime was later than the Date and modTime is
+	// the Date instead (RFC 9110 §8.8.2.1), so it is no strong validator.
+	dateClamped bool
 }
 
 // decision is what evaluatePreconditions tells the handler to do.
@@ -71,6 +74,7 @@ type reqHeaders struct {
 	ifMatch, ifNoneMatch, ifModifiedSince, ifUnmodifiedSince []byte
 	rng, ifRange, origin                                     []byte
 	cmcd                                                     [4][]byte // CMCD-Object, -Request, -Session, -Status: read for metrics, never for the answer
+	badFieldName                                             bool      // a field name with a space in it
 }
 
 // scan fills r from h. fasthttp stores header names normalised (the server
@@ -103,6 +107,9 @@ func (r *reqHeaders) scan(h *fasthttp.RequestHeader) {
 		case "Cmcd-Status":
 			dst = &r.cmcd[3]
 		default:
+			if bytes.IndexByte(k, ' ') >= 0 {
+				r.badFieldName = true
+			}
 			continue
 		}
 		if *dst == nil {
@@ -191,7 +198,7 @@ func ifRange(hv []byte, v validators, now time.Time) bool {
 	if err != nil {
 		return false
 	}
-	strongDate := now.Sub(v.modTime) >= time.Second
+	strongDate := !v.dateClamped && now.Sub(v.modTime) >= time.Second
 	return strongDate && t.Equal(v.modTime)
 }
 

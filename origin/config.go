@@ -88,6 +88,11 @@ type Config struct {
 	// watcher has lost events.
 	RevalidateEvery time.Duration
 
+	// RootCheckEvery is how often the server checks that the media root is
+	// still a readable directory, the one it opened (logged and counted
+	// when it is not; /readyz checks too, on every probe). 0: only /readyz.
+	RootCheckEvery time.Duration
+
 	// ReadTimeout bounds reading one request (headers); WriteTimeout
 	// bounds writing one response; IdleTimeout bounds the wait for the next
 	// request on a keep-alive connection.
@@ -150,6 +155,18 @@ type Config struct {
 	AccessLogSample int
 	// Now is the clock; nil uses time.Now.
 	Now func() time.Time
+
+	// Build describes the running binary, exported as the labels of
+	// segorigin_build_info.
+	Build BuildInfo
+}
+
+// BuildInfo names the binary: its module version, the Go release that built
+// it and the VCS commit (empty when unknown).
+type BuildInfo struct {
+	Version   string
+	GoVersion string
+	Commit    string
 }
 
 // DefaultConfig returns the defaults documented in README.md.
@@ -179,6 +196,7 @@ func DefaultConfig() Config {
 		NegativeTTL:             time.Second,
 		Watch:                   true,
 		RevalidateEvery:         2 * time.Second,
+		RootCheckEvery:          5 * time.Second,
 		ReadTimeout:             30 * time.Second,
 		WriteTimeout:            60 * time.Second,
 		IdleTimeout:             75 * time.Second,
@@ -220,7 +238,7 @@ func (c *Config) validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"read-timeout": c.ReadTimeout, "write-timeout": c.WriteTimeout, "idle-timeout": c.IdleTimeout,
-		"negative-ttl": c.NegativeTTL, "revalidate-every": c.RevalidateEvery,
+		"negative-ttl": c.NegativeTTL, "revalidate-every": c.RevalidateEvery, "root-check-every": c.RootCheckEvery,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s: %v, want >= 0", name, d))

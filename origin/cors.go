@@ -149,5 +149,4 @@ func (s *Server) options(ctx *fasthttp.RequestCtx) {
 	}
 	hdr.SetContentLength(0)
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
-	s.stats.Status2xx.Add(1)
 }

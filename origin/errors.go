@@ -15,18 +15,25 @@ import (
 )
 
 var (
-	errMethod       = errors.New("origin: method not allowed")
-	errPrecondition = errors.New("origin: precondition failed")
+	errMethod         = errors.New("origin: method not allowed")
+	errNotImplemented = errors.New("origin: method not recognised")
+	errVersion        = errors.New("origin: HTTP major version not supported")
+	errFieldName      = errors.New("origin: header field name is not a token")
+	errPrecondition   = errors.New("origin: precondition failed")
 )
 
 // statusFor maps an error to the HTTP status a client gets. It is the one
 // place that does so; the error's text never reaches the client.
 func statusFor(err error) int {
 	switch {
-	case errors.Is(err, errBadPath), errors.Is(err, errPathEscapes):
+	case errors.Is(err, errBadPath), errors.Is(err, errPathEscapes), errors.Is(err, errFieldName):
 		return fasthttp.StatusBadRequest
 	case errors.Is(err, errMethod):
 		return fasthttp.StatusMethodNotAllowed
+	case errors.Is(err, errNotImplemented):
+		return fasthttp.StatusNotImplemented
+	case errors.Is(err, errVersion):
+		return fasthttp.StatusHTTPVersionNotSupported
 	case errors.Is(err, errPrecondition):
 		return fasthttp.StatusPreconditionFailed
 	case errors.Is(err, ranges.ErrUnsatisfiable):
@@ -62,23 +69,26 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	switch {
 	case code == fasthttp.StatusServiceUnavailable:
 		ctx.Response.Header.Set("Retry-After", "1")
-		s.stats.Status5xx.Add(1)
 		if s.emfileLog.Allow() {
 			s.log.Error("out of file descriptors: shedding the file cache, answering 503",
 				"path", s.loggable(string(ctx.Path())), "err", err, "suppressed", s.emfileLog.Suppressed())
 		}
+	case code == fasthttp.StatusNotImplemented, code == fasthttp.StatusHTTPVersionNotSupported, errors.Is(err, errFieldName):
+		// The client's doing, not the server's: counted, and logged at
+		// most once per interval.
+		if s.parseErrLog.Allow() {
+			s.log.Info("request refused", "status", code, "remote", ctx.RemoteAddr().String(), "err", err,
+				"suppressed", s.parseErrLog.Suppressed())
+		}
 	case code >= 500:
-		s.stats.Status5xx.Add(1)
 		s.log.Error("request failed", "path", s.loggable(string(ctx.Path())), "err", s.loggable(err.Error()))
 	case code == fasthttp.StatusBadRequest:
-		s.stats.Status4xx.Add(1)
 		s.stats.BadPaths.Add(1)
 		if s.badPathLog.Allow() {
 			s.log.Info("bad request path", "raw", s.loggable(string(ctx.URI().PathOriginal())), "err", err,
 				"suppressed", s.badPathLog.Suppressed())
 		}
 	default:
-		s.stats.Status4xx.Add(1)
 		if isRootEscape(err) && s.escapeLog.Allow() {
 			s.log.Info("refused a path that leaves the root", "err", s.loggable(err.Error()),
 				"suppressed", s.escapeLog.Suppressed())
@@ -105,6 +115,7 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		code = fasthttp.StatusRequestTimeout
 	}
 	s.stats.BadRequests.Add(1)
+	s.stats.countResponse(code)
 	if s.parseErrLog.Allow() {
 		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(),
 			"err", s.loggable(err.Error()), "suppressed", s.parseErrLog.Suppressed())

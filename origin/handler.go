@@ -31,21 +31,43 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 	// response to be HTML or script (an uploaded .txt, a .json manifest).
 	ctx.Response.Header.SetCanonical(hdrNoSniff, valNoSniff)
 	s.setCORS(ctx, rh.origin)
+	if err := checkMessage(&ctx.Request.Header, &rh); err != nil {
+		// The message itself is not one we can answer; what follows it
+		// on the connection cannot be trusted either.
+		ctx.SetConnectionClose()
+		s.fail(ctx, err)
+		return kindOther, false
+	}
 	switch {
 	case ctx.IsGet(), ctx.IsHead():
 	case ctx.IsOptions():
 		s.options(ctx)
 		return kindOther, false
-	default:
+	case isKnownMethod(ctx.Method()):
 		// RFC 9110 §15.5.6: "The origin server MUST generate an Allow
 		// header field in a 405 response".
 		ctx.Response.Header.Set("Allow", corsAllowMethods)
 		s.fail(ctx, errMethod)
 		return kindOther, false
+	default:
+		// RFC 9110 §9.1: "An origin server that receives a request method
+		// that is unrecognized or not implemented SHOULD respond with the
+		// 501 (Not Implemented) status code."
+		s.fail(ctx, errNotImplemented)
+		return kindOther, false
 	}
 	s.countCMCD(ctx, &rh)
 	var scratch [256]byte
-	name, err := cleanPath(scratch[:0], ctx.URI().PathOriginal())
+	raw := ctx.URI().PathOriginal()
+	if len(raw) == 0 {
+		// Absolute-form with an empty path ("GET http://host?q"): fasthttp
+		// leaves the path empty. RFC 9112 §3.2.2: "If the target URI's
+		// path component is empty, the client MUST send "/" as the path
+		// within the origin-form", and §3.2.1 says the server MUST accept
+		// the absolute-form: its path is "/".
+		raw = slash
+	}
+	name, err := cleanPath(scratch[:0], raw)
 	if err == nil && !s.cfg.ServeDotfiles && hiddenSegment(name) {
 		err = errHiddenPath
 	}
@@ -73,17 +95,52 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 	return s.serveFile(ctx, name, h, &rh, g)
 }
 
+var slash = []byte("/")
+
+// checkMessage refuses a request whose version or header section this
+// server does not accept, whatever its method and target.
+func checkMessage(h *fasthttp.RequestHeader, rh *reqHeaders) error {
+	// fasthttp accepts any "HTTP/d.d". RFC 9110 §15.6.6: 505 "indicates
+	// that the server does not support, or refuses to support, the major
+	// version of HTTP that was used in the request message". A higher
+	// minor version of HTTP/1 is served: §2.5, a recipient "SHOULD
+	// process the message as if it were in the highest minor version
+	// within that major version to which the recipient is conformant".
+	if p := h.Protocol(); len(p) != len("HTTP/1.1") || string(p[:len("HTTP/1.")]) != "HTTP/1." {
+		return errVersion
+	}
+	// fasthttp accepts a space inside a field name ("X A: v"). RFC 9110
+	// §5.1: field-name = token, and a space is no tchar; RFC 9112 §5
+	// requires 400 for whitespace before the colon, which fasthttp
+	// refuses itself.
+	if rh.badFieldName {
+		return errFieldName
+	}
+	return nil
+}
+
+// isKnownMethod reports whether m is a method RFC 9110 §9.3 (or PATCH,
+// RFC 5789) defines that this server recognises but does not allow on any
+// resource: those get 405, any other method 501.
+func isKnownMethod(m []byte) bool {
+	switch string(m) {
+	case "POST", "PUT", "DELETE", "CONNECT", "TRACE", "PATCH":
+		return true
+	}
+	return false
+}
+
 // serveFile answers GET or HEAD for an open file. It owns h: it either hands
 // it to a body stream (released by the stream's Close) or releases it.
 func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handle, rh *reqHeaders, g grant) (kind, bool) {
-	v := validators{etag: h.ETag, modTime: h.ModTime.Truncate(time.Second)}
+	v := validators{etag: h.ETag}
+	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
 	mt := lookupType(name)
 	switch evaluatePreconditions(rh, v) {
 	case notModified:
 		h.Release()
 		s.setValidators(ctx, mt.kind, v, g)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
-		s.stats.Status3xx.Add(1)
 		s.stats.Kinds[mt.kind].Add(1)
 		return mt.kind, false
 	case preconditionFailed:
@@ -129,19 +186,16 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 		total = h.Size
 		hdr.SetContentType(mt.contentType)
 		ctx.SetStatusCode(fasthttp.StatusOK)
-		s.stats.Status2xx.Add(1)
 	case 1:
 		total = spans[0].Length
 		hdr.SetContentType(mt.contentType)
 		hdr.SetCanonical(hdrContentRange, []byte(spans[0].ContentRange(h.Size)))
 		ctx.SetStatusCode(fasthttp.StatusPartialContent)
-		s.stats.Status2xx.Add(1)
 	default:
 		mp = ranges.NewMultipart(s.boundary(), mt.contentType, h.Size, spans)
 		total = mp.Len()
 		hdr.SetContentType(mp.ContentType())
 		ctx.SetStatusCode(fasthttp.StatusPartialContent)
-		s.stats.Status2xx.Add(1)
 		s.stats.Multipart.Add(1)
 	}
 	if ctx.IsHead() || total == 0 {

@@ -73,7 +73,9 @@ func TestHostileRequests(t *testing.T) {
 		{"http/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "400"},
 		{"huge url", "GET /" + strings.Repeat("a", 9000) + " HTTP/1.1\r\nHost: t\r\n\r\n", "431"},
 		{"huge headers", "GET /a.txt HTTP/1.1\r\nHost: t\r\n" + manyHeaders + "\r\n", "431"},
-		{"lowercase method", "get /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "405"},
+		// RFC 9110 §9.1: "The method token is case-sensitive": "get" is
+		// no method this server recognises: 501, not 405.
+		{"lowercase method", "get /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "501"},
 		{"nul in path", "GET /a.txt%00 HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "400"},
 		{"broken escape", "GET /%%%zz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "400"},
 		{"absolute-form escape", "GET http://t/../../etc/passwd HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "400"},

@@ -12,7 +12,7 @@ import (
 
 func TestMethods(t *testing.T) {
 	ts := rangeRoot(t)
-	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH", "TRACE", "BREW"} {
+	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH", "TRACE"} {
 		r := ts.do(m, "/test/digits.txt", "Content-Length: 0")
 		mustStatus(t, r, 405, m)
 		mustHeader(t, r, "Allow", "GET, HEAD, OPTIONS", m)

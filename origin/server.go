@@ -39,6 +39,8 @@ type Server struct {
 	tls      *conn.TLS                  // nil without a TLS certificate
 	stats    Stats
 
+	rootDown atomic.Bool // the last CheckRoot failed
+
 	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
 
 	emfileLog   rateLimitedLog // "out of file descriptors", once per interval
@@ -53,9 +55,11 @@ type Server struct {
 	errorCC      errorCacheControl         // Cache-Control of error responses by status, from cfg
 	extraHeaders [kindError + 1][]headerKV // operator headers by kind, kindError for errors
 
-	latency   *prometheus.HistogramVec
-	latencyBy [3]prometheus.Observer // latency's children by kind, resolved once
-	access    accessLog
+	latency    *prometheus.HistogramVec
+	latencyBy  [3]prometheus.Observer // latency's children by kind, resolved once
+	latencyErr prometheus.Observer    // latency's child for 4xx and 5xx responses
+	dates      dateClamp              // keeps Last-Modified at or before Date
+	access     accessLog
 }
 
 // New validates cfg and builds a server. It starts no goroutine: Run does.
@@ -90,6 +94,7 @@ func New(cfg Config) (*Server, error) {
 	for k := range s.latencyBy {
 		s.latencyBy[k] = s.latency.WithLabelValues(kind(k).String())
 	}
+	s.latencyErr = s.latency.WithLabelValues(errorKindLabel)
 	if cfg.AccessLog != nil {
 		s.access.w, s.access.format, s.access.sample = cfg.AccessLog, cfg.AccessLogFormat, uint64(max(cfg.AccessLogSample, 1))
 	}
@@ -226,7 +231,7 @@ func (s *Server) stat(name string) (fs.FileInfo, error) {
 // Run serves on every listener until ctx is done, then drains: it stops
 // accepting, lets responses in flight finish until drain elapses, and
 // returns. Listeners marked by TLSListener serve HTTPS. Run owns the
-// watcher goroutine, the certificate reload poll and one serving goroutine
+// watcher goroutine, the certificate reload poll, the media root check and one serving goroutine
 // per listener; all have ended when it returns. The listeners are closed.
 func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.Listener) error {
 	if len(listeners) == 0 {
@@ -252,6 +257,9 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 			}
 		})
 	}
+	if s.cfg.RootCheckEvery > 0 {
+		wg.Go(func() { s.watchRoot(watchCtx, s.cfg.RootCheckEvery) })
+	}
 	if s.tls != nil {
 		wg.Go(func() { s.tls.PollCertificates(watchCtx) })
 	}
@@ -270,7 +278,9 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	if err := s.http.ShutdownWithContext(sctx); err != nil {
-		s.log.Warn("drain deadline passed with connections open", "err", err)
+		s.log.Warn("shutdown: drain deadline passed with connections open", "err", err)
+	} else {
+		s.log.Info("shutdown: drain complete")
 	}
 	cancel()
 	stopWatch()

@@ -1,9 +1,12 @@
 package origin
 
 import (
+	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 
 	"segorigin/origin/conn"
 	"segorigin/watcher"
@@ -12,19 +15,21 @@ import (
 // Stats are the server's counters. They are plain atomics, read by tests
 // and by the metrics exporter; nothing global.
 type Stats struct {
-	Requests        atomic.Int64    // requests that reached the handler
-	Status2xx       atomic.Int64    // 200, 204, 206 answers
-	Status3xx       atomic.Int64    // 304 answers
-	Status4xx       atomic.Int64    // client errors answered by the handler
-	Status5xx       atomic.Int64    // server errors (503 on EMFILE included)
-	BadRequests     atomic.Int64    // requests fasthttp could not parse (400/408/431)
-	HeaderTooLarge  atomic.Int64    // of those, 431 answers
-	Multipart       atomic.Int64    // multipart/byteranges answers
-	RangesIgnored   atomic.Int64    // Range headers ignored as invalid or over the cap
-	Kinds           [3]atomic.Int64 // file responses (200, 206, 304) by kind: other, playlist, segment
-	BadPaths        atomic.Int64    // request paths refused with 400 (bad escape, control byte, climbing above the root)
-	AccessLogErrors atomic.Int64    // access log lines the writer refused
-	CMCD            CMCDStats       // requests carrying CMCD
+	Requests        atomic.Int64                       // requests that reached the handler
+	Status2xx       atomic.Int64                       // 2xx responses (200, 204, 206)
+	Status3xx       atomic.Int64                       // 3xx responses (304)
+	Status4xx       atomic.Int64                       // 4xx responses, unparseable requests' included
+	Status5xx       atomic.Int64                       // 5xx responses (503 on EMFILE included)
+	ByStatus        [len(statusCodes) + 1]atomic.Int64 // responses by code, as statusCodes; the last counts any other code
+	BadRequests     atomic.Int64                       // requests fasthttp could not parse (400/408/431)
+	HeaderTooLarge  atomic.Int64                       // of those, 431 answers
+	Multipart       atomic.Int64                       // multipart/byteranges answers
+	RangesIgnored   atomic.Int64                       // Range headers ignored as invalid or over the cap
+	Kinds           [3]atomic.Int64                    // file responses (200, 206, 304) by kind: other, playlist, segment
+	RootUnavailable atomic.Int64                       // times the media root was found missing, replaced or unreadable
+	BadPaths        atomic.Int64                       // request paths refused with 400 (bad escape, control byte, climbing above the root)
+	AccessLogErrors atomic.Int64                       // access log lines the writer refused
+	CMCD            CMCDStats                          // requests carrying CMCD
 
 	// ConnsOpen, ConnsRefused, AcceptEMFILE: counted by the listeners'
 	// gate (origin/conn).
@@ -87,3 +92,71 @@ func (s *Server) WatchStats() (st watcher.Stats, ok bool) {
 // AdminPprof reports whether the admin endpoints include /debug/pprof/
 // (Config.AdminPprof).
 func (s *Server) AdminPprof() bool { return s.cfg.AdminPprof }
+
+// statusCodes are the status codes the server emits, each counted on its
+// own; any other code (none is expected) is counted as "other", so the
+// metric's cardinality is fixed.
+var statusCodes = [...]int{200, 204, 206, 304, 400, 401, 403, 404, 405, 408, 410, 412, 416, 431, 500, 501, 503, 505}
+
+// statusIndex is code's index in ByStatus.
+func statusIndex(code int) int {
+	for i, c := range statusCodes {
+		if c == code {
+			return i
+		}
+	}
+	return len(statusCodes)
+}
+
+// countResponse counts one finished response by its status code and class.
+func (s *Stats) countResponse(code int) {
+	s.ByStatus[statusIndex(code)].Add(1)
+	switch code / 100 {
+	case 2:
+		s.Status2xx.Add(1)
+	case 3:
+		s.Status3xx.Add(1)
+	case 4:
+		s.Status4xx.Add(1)
+	case 5:
+		s.Status5xx.Add(1)
+	}
+}
+
+// StatusLabel is the metric label of Stats.ByStatus[i]: the code, or
+// "other" for the last.
+func StatusLabel(i int) string {
+	if i < len(statusCodes) {
+		return strconv.Itoa(statusCodes[i])
+	}
+	return "other"
+}
+
+// Responses returns how many responses had status code (0 for a code the
+// server does not count on its own).
+func (s *Stats) Responses(code int) int64 {
+	if i := statusIndex(code); i < len(statusCodes) {
+		return s.ByStatus[i].Load()
+	}
+	return 0
+}
+
+// errorKindLabel is segorigin_response_seconds' kind for 4xx and 5xx
+// responses, so that 404s and 400s do not blur the latency of files.
+const errorKindLabel = "error"
+
+// record counts a finished response by the status it carries, and its
+// latency under its kind of file, or under "error" for a 4xx or 5xx.
+func (s *Server) record(ctx *fasthttp.RequestCtx, k kind, d time.Duration) {
+	code := ctx.Response.StatusCode()
+	s.stats.countResponse(code)
+	o := s.latencyBy[k]
+	if code >= 400 {
+		o = s.latencyErr
+	}
+	o.Observe(d.Seconds())
+}
+
+// Build is the binary's description given in Config.Build, for
+// segorigin_build_info.
+func (s *Server) Build() BuildInfo { return s.cfg.Build }

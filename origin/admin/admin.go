@@ -25,7 +25,11 @@ func newDesc(name, help string, labels ...string) *prometheus.Desc {
 
 var metricDescs = map[string]*prometheus.Desc{
 	"requests":      newDesc("requests_total", "Requests that reached the handler."),
-	"responses":     newDesc("responses_total", "Responses by status class.", "class"),
+	"responses":     newDesc("responses_total", "Responses by status class (unparseable requests' 400, 408 and 431 included).", "class"),
+	"by_code":       newDesc("responses_by_code_total", "Responses by status code: the codes the server emits, any other as \"other\".", "code"),
+	"build":         newDesc("build_info", "The running binary: version, Go version and VCS commit; always 1.", "version", "goversion", "commit"),
+	"root_avail":    newDesc("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check."),
+	"root_unavail":  newDesc("root_unavailable_total", "Times the media root was found missing, replaced or unreadable (each outage counted once)."),
 	"kind":          newDesc("file_responses_total", "File responses (200, 206, 304) by kind of file.", "kind"),
 	"bad":           newDesc("bad_requests_total", "Requests fasthttp could not parse (400, 408, 431)."),
 	"header_large":  newDesc("header_too_large_total", "Requests refused with 431."),
@@ -76,6 +80,17 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for class, v := range map[string]*atomic.Int64{"2xx": &st.Status2xx, "3xx": &st.Status3xx, "4xx": &st.Status4xx, "5xx": &st.Status5xx} {
 		counter("responses", v.Load(), class)
 	}
+	for i := range st.ByStatus {
+		counter("by_code", st.ByStatus[i].Load(), origin.StatusLabel(i))
+	}
+	b := c.s.Build()
+	gauge("build", 1, b.Version, b.GoVersion, b.Commit)
+	avail := 1.0
+	if !c.s.RootAvailable() {
+		avail = 0
+	}
+	gauge("root_avail", avail)
+	counter("root_unavail", st.RootUnavailable.Load())
 	for k := range st.Kinds {
 		counter("kind", st.Kinds[k].Load(), origin.KindName(k))
 	}
@@ -173,8 +188,9 @@ func cmcdLabel(token string) string {
 
 // Handler serves the admin endpoints of s, for a listener off the public
 // port: /metrics (Prometheus), /healthz (the process answers), /readyz
-// (ready reports whether to take traffic: false while draining) and, with
-// Config.AdminPprof, /debug/pprof/.
+// (200 when ready reports the process takes traffic, false while it shuts
+// down, and the media root is available: see origin.Server.CheckRoot) and,
+// with Config.AdminPprof, /debug/pprof/.
 func Handler(s *origin.Server, ready func() bool) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector{s: s}, s.Latency(),
@@ -184,7 +200,11 @@ func Handler(s *origin.Server, ready func() bool) http.Handler {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok\n")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if ready != nil && !ready() {
-			http.Error(w, "draining", http.StatusServiceUnavailable)
+			http.Error(w, "shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if err := s.CheckRoot(); err != nil {
+			http.Error(w, "media root unavailable", http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ready\n"))

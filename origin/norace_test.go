@@ -1,0 +1,5 @@
+//go:build !race
+
+package origin
+
+const raceEnabled = false
