@@ -16,14 +16,16 @@ import (
 
 // options is what the command line (and SEGORIGIN_* variables) say.
 type options struct {
-	cfg         origin.Config
-	listen      string
-	tlsListen   string
-	drain       time.Duration
-	logFormat   string
-	adminListen string
-	accessLog   string
-	logLevel    string
+	cfg           origin.Config
+	listen        string // "" : no plain HTTP listener
+	tlsListen     string
+	drain         time.Duration
+	shutdownDelay time.Duration
+	logFormat     string
+	adminListen   string
+	accessLog     string
+	logLevel      string
+	version       bool
 
 	authKeyFile    string
 	secureLinkFile string
@@ -56,15 +58,22 @@ func (o *options) loadAuth() error {
 	return nil
 }
 
+// envPrefix starts the name of every variable that sets a flag.
+const envPrefix = "SEGORIGIN_"
+
 // parseFlags parses args; a flag not given on the command line takes its
-// value from SEGORIGIN_<NAME> (upper case, '-' as '_') when that is set.
-func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string, bool)) (*options, error) {
+// value from SEGORIGIN_<NAME> (upper case, '-' as '_') when environ has it.
+// -h prints the usage on stdout and returns flag.ErrHelp.
+func parseFlags(args []string, stdout io.Writer, environ []string) (*options, error) {
 	o := &options{cfg: origin.DefaultConfig()}
 	c := &o.cfg
 	fs := flag.NewFlagSet("segorigin", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package prints the whole usage before any parse error;
+	// errors are returned short instead, and -h prints the usage.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	var cors, corsHeaders, authPublic, trusted string
-	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "plain HTTP listen `address` (port 0 picks a free port)")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "plain HTTP listen `address` (port 0 picks a free port; empty: none, HTTPS only)")
 	fs.StringVar(&o.tlsListen, "tls-listen", "", "HTTPS listen `address` beside -listen (port 0 picks a free port); needs -tls-cert and -tls-key, or -tls-dev")
 	fs.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM certificate chain `file` for -tls-listen (reloaded when it changes and on SIGHUP)")
 	fs.StringVar(&c.TLS.KeyFile, "tls-key", "", "PEM private key `file` for -tls-listen")
@@ -93,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.Int64Var(&c.NegativeCacheBytes, "negative-cache-bytes", 1<<20, "memory budget of remembered missing names (name bytes plus 256 each)")
 	fs.BoolVar(&c.Watch, "watch", c.Watch, "invalidate the file cache on file system events (fsnotify)")
 	fs.DurationVar(&c.RevalidateEvery, "revalidate-every", c.RevalidateEvery, "stat cached files this often when -watch=false or the watcher lost events")
+	fs.DurationVar(&c.RootCheckEvery, "root-check-every", c.RootCheckEvery, "check this often that the media root is still there and readable (logged, counted, /readyz 503 when not); 0: on /readyz probes only")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time to read one request's headers")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "time to write one response")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "keep-alive wait for the next request")
@@ -115,7 +125,8 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.DurationVar(&c.Auth.Skew, "auth-skew", 30*time.Second, "clock skew allowed on token times")
 	fs.StringVar(&o.secureLinkFile, "auth-securelink-secret-file", "", "use nginx secure_link tokens (?md5=&expires=) with the secret in this `file` instead")
 	fs.StringVar(&c.Auth.SecureLinkExpression, "auth-securelink-expression", "$expires$uri$remote_addr $secret", "secure_link_md5 expression ($expires, $uri, $remote_addr, $secret)")
-	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "on SIGTERM, how long responses in flight may take to finish")
+	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz answering 503 (time for a load balancer to stop sending), then drain")
+	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "after the shutdown delay, how long responses in flight may take to finish once the listeners are closed")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "admin `address` for /metrics, /healthz, /readyz and, with -admin-pprof, /debug/pprof (off the public port; empty: none)")
 	fs.BoolVar(&c.AdminPprof, "admin-pprof", false, "serve /debug/pprof/ on -admin-listen (its /cmdline shows the full command line)")
 	fs.StringVar(&o.accessLog, "access-log", "", "access log: empty off, - for standard output, or a file `path` (reopened on SIGUSR1 and SIGHUP)")
@@ -124,14 +135,25 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	fs.IntVar(&c.AccessLogSample, "access-log-sample", 1, "log one response in N")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	fs.BoolVar(&o.version, "version", false, "print the version, Go version and commit, and exit")
 	if err := fs.Parse(args); err != nil {
-		return nil, err
+		if errors.Is(err, flag.ErrHelp) {
+			printUsage(stdout, fs)
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w (segorigin -h lists the flags)", err)
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q (flags only; see -h)", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments %q (flags only; segorigin -h lists them)", fs.Args())
 	}
-	if err := applyEnv(fs, lookupEnv); err != nil {
+	if err := applyEnv(fs, environ); err != nil {
 		return nil, err
+	}
+	if o.version {
+		return o, nil
+	}
+	if o.listen == "" && o.tlsListen == "" {
+		return nil, errors.New("no listener: -listen is empty and -tls-listen is not set")
 	}
 	c.TLS.KTLS = origin.KTLSMode(ktlsMode)
 	var err error
@@ -155,24 +177,78 @@ func parseFlags(args []string, stderr io.Writer, lookupEnv func(string) (string,
 	return o, nil
 }
 
+// printUsage is -h: both commands, the environment, every flag.
+func printUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `Usage:
+  segorigin [flags]         serve the media root over HTTP/1.1 (and HTTPS)
+  segorigin sign [flags]    mint a signed-URL token (segorigin sign -h)
+
+Every flag may also be set by an environment variable: SEGORIGIN_<FLAG>,
+upper case with '-' as '_' (SEGORIGIN_LISTEN=0.0.0.0:80,
+SEGORIGIN_READ_TIMEOUT=10s). The command line wins. A SEGORIGIN_* variable
+that names no flag is an error.
+
+Signals: SIGTERM or SIGINT: /readyz answers 503, serving goes on for
+-shutdown-delay, then the listeners close and responses in flight get
+-drain-timeout to finish (a second signal cuts the delay short). SIGHUP
+reloads the TLS certificate and the auth keys.
+
+Flags:
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
 // applyEnv sets every flag not given on the command line from its
-// SEGORIGIN_* variable.
-func applyEnv(fs *flag.FlagSet, lookupEnv func(string) (string, bool)) error {
+// SEGORIGIN_* variable in environ ("NAME=value" entries), and refuses a
+// SEGORIGIN_* variable that names no flag: a typo in a unit's environment
+// file would otherwise leave a default in force without a word.
+func applyEnv(fs *flag.FlagSet, environ []string) error {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var err error
-	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] || err != nil {
-			return
+	byEnv := map[string]*flag.Flag{}
+	fs.VisitAll(func(f *flag.Flag) { byEnv[envName(f.Name)] = f })
+	var errs []error
+	for _, kv := range environ {
+		name, v, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, envPrefix) {
+			continue
 		}
-		name := "SEGORIGIN_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := lookupEnv(name); ok {
-			if e := fs.Set(f.Name, v); e != nil {
-				err = fmt.Errorf("%s=%q: %w", name, v, e)
+		f, ok := byEnv[name]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("%s: no such flag (SEGORIGIN_<FLAG> sets -<flag>; segorigin -h lists them)", name))
+		case given[f.Name]:
+		default:
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: want %s", name, v, expects(f)))
 			}
 		}
-	})
-	return err
+	}
+	return errors.Join(errs...)
+}
+
+// envName is the variable that sets flag name.
+func envName(name string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// expects says what a flag's value must look like, for an error message.
+func expects(f *flag.Flag) string {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return "a valid value for -" + f.Name
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		return "a duration such as 10s, 1m30s or 500ms"
+	case bool:
+		return "true or false"
+	case int, int64, uint, uint64:
+		return "an integer"
+	}
+	return "a valid value for -" + f.Name
 }
 
 // headerRules is the repeatable -header flag.

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -23,32 +24,37 @@ import (
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "sign" {
-		if err := runSign(os.Args[2:], os.Stdout, os.Stderr); err != nil {
-			fmt.Fprintln(os.Stderr, "segorigin sign:", err)
-			os.Exit(2)
-		}
-		return
+		os.Exit(exitCode("segorigin sign", runSign(os.Args[2:], os.Stdout)))
 	}
-	if err := run(os.Args[1:], os.Stderr); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "segorigin:", err)
-		}
-		os.Exit(2)
+	os.Exit(exitCode("segorigin", run(os.Args[1:], os.Stdout, os.Stderr)))
+}
+
+// exitCode is 0 for success and for -h, 2 (after the error) otherwise.
+func exitCode(prog string, err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
 	}
+	fmt.Fprintln(os.Stderr, prog+":", err)
+	return 2
 }
 
 // run parses flags, wires the server and serves until SIGTERM or SIGINT,
-// then drains.
-func run(args []string, stderr io.Writer) error {
-	opts, err := parseFlags(args, stderr, os.LookupEnv)
+// then shuts down in phases (see shutdown).
+func run(args []string, stdout, stderr io.Writer) error {
+	opts, err := parseFlags(args, stdout, os.Environ())
 	if err != nil {
 		return err
+	}
+	build := buildInfo()
+	if opts.version {
+		fmt.Fprintln(stdout, build)
+		return nil
 	}
 	logger, err := newLogger(opts.logFormat, opts.logLevel, stderr)
 	if err != nil {
 		return err
 	}
-	opts.cfg.Logger = logger
+	opts.cfg.Logger, opts.cfg.Build = logger, origin.BuildInfo(build)
 	alog, err := openAccessLog(opts.accessLog)
 	if err != nil {
 		return err
@@ -62,41 +68,100 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-
-	ln, err := net.Listen("tcp", opts.listen)
+	listeners, err := listen(opts, srv, logger)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", opts.listen, err)
-	}
-	listeners := []net.Listener{ln}
-	var tln net.Listener
-	if opts.tlsListen != "" {
-		if tln, err = net.Listen("tcp", opts.tlsListen); err != nil {
-			ln.Close()
-			return fmt.Errorf("listen %s: %w", opts.tlsListen, err)
-		}
-		listeners = append(listeners, origin.TLSListener(tln))
-	}
-	logger.Info("listening", "proto", "http", "addr", ln.Addr().String(), "root", opts.cfg.Root, "pid", os.Getpid())
-	if tln != nil {
-		logger.Info("listening", "proto", "https", "addr", tln.Addr().String(), "root", opts.cfg.Root, "pid", os.Getpid())
+		return err
 	}
 	logger.Info("body paths", srv.BodyPaths()...)
 	logLimits(logger, opts.cfg.CacheFiles)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	admin, err := startAdmin(ctx, opts.adminListen, srv, logger)
+	// Signals are taken before READY=1, so that a stop right after start
+	// is never the default action (exit without a drain).
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	life, endLife := context.WithCancel(context.Background())
+	defer endLife()
+	var ready atomic.Bool // false from the first stop signal on: /readyz 503
+	ready.Store(true)
+	admin, err := startAdmin(opts.adminListen, srv, ready.Load, logger)
 	if err != nil {
-		for _, l := range listeners {
-			l.Close()
-		}
+		closeAll(listeners)
 		return err
 	}
-	go onSignals(ctx, srv, opts, alog, logger) // ends with ctx
-	err = srv.Run(ctx, opts.drain, listeners...)
+	notify := newNotifier(os.Getenv("NOTIFY_SOCKET"), logger)
+	go onSignals(life, srv, opts, alog, logger) // ends with life
+	serving, stopServing := context.WithCancel(context.Background())
+	defer stopServing()
+	// The listeners are bound: connections queue in the kernel from now on.
+	notify.send("READY=1\nSTATUS=serving")
+	logger.Info("ready", "version", build.Version, "systemd_notify", notify.enabled())
+	go shutdown(life, sigs, opts, &ready, notify, logger, stopServing) // ends with life or once stopServing is called
+	err = srv.Run(serving, opts.drain, listeners...)
 	admin.stop()
 	logger.Info("stopped", "err", err)
 	return err
+}
+
+// shutdown waits for the first SIGTERM or SIGINT and shuts down in phases,
+// each logged: not ready (/readyz 503) while still serving for
+// -shutdown-delay, so a load balancer stops sending; then stopServing
+// closes the listeners and Run drains. A second signal ends the delay at
+// once. It returns early when life ends (Run failed by itself).
+func shutdown(life context.Context, sigs <-chan os.Signal, opts *options, ready *atomic.Bool,
+	notify *notifier, logger *slog.Logger, stopServing func()) {
+	var sig os.Signal
+	select {
+	case <-life.Done():
+		return
+	case sig = <-sigs:
+	}
+	ready.Store(false)
+	notify.send("STOPPING=1\nSTATUS=shutting down: not ready, still serving")
+	logger.Info("shutdown: signal received: not ready, still serving", "signal", sig.String(), "shutdown_delay", opts.shutdownDelay)
+	if opts.shutdownDelay > 0 {
+		t := time.NewTimer(opts.shutdownDelay)
+		select {
+		case <-t.C:
+		case sig = <-sigs:
+			t.Stop()
+			logger.Info("shutdown: second signal: delay cut short", "signal", sig.String())
+		case <-life.Done():
+			t.Stop()
+			return
+		}
+	}
+	notify.send("STATUS=draining")
+	logger.Info("shutdown: listeners closed, draining", "drain_timeout", opts.drain)
+	stopServing()
+}
+
+// listen binds -listen (unless empty) and -tls-listen (if set) and logs
+// the address each actually bound.
+func listen(opts *options, srv *origin.Server, logger *slog.Logger) ([]net.Listener, error) {
+	var listeners []net.Listener
+	for _, l := range []struct{ proto, addr string }{{"http", opts.listen}, {"https", opts.tlsListen}} {
+		if l.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			closeAll(listeners)
+			return nil, fmt.Errorf("listen %s: %w", l.addr, err)
+		}
+		logger.Info("listening", "proto", l.proto, "addr", ln.Addr().String(), "root", opts.cfg.Root, "pid", os.Getpid())
+		if l.proto == "https" {
+			ln = origin.TLSListener(ln)
+		}
+		listeners = append(listeners, ln)
+	}
+	return listeners, nil
+}
+
+func closeAll(listeners []net.Listener) {
+	for _, l := range listeners {
+		l.Close()
+	}
 }
 
 // adminServer is the -admin-listen HTTP server (metrics, health, pprof).
@@ -106,8 +171,9 @@ type adminServer struct {
 }
 
 // startAdmin serves the admin endpoints on addr ("" : none). /readyz says
-// not ready once ctx is done, while the origin drains.
-func startAdmin(ctx context.Context, addr string, srv *origin.Server, logger *slog.Logger) (*adminServer, error) {
+// not ready once ready returns false (shutting down) or the media root is
+// unavailable.
+func startAdmin(addr string, srv *origin.Server, ready func() bool, logger *slog.Logger) (*adminServer, error) {
 	a := &adminServer{done: make(chan struct{})}
 	if addr == "" {
 		close(a.done)
@@ -118,7 +184,7 @@ func startAdmin(ctx context.Context, addr string, srv *origin.Server, logger *sl
 		return nil, fmt.Errorf("-admin-listen %s: %w", addr, err)
 	}
 	a.srv = &http.Server{
-		Handler:           admin.Handler(srv, func() bool { return ctx.Err() == nil }),
+		Handler:           admin.Handler(srv, ready),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	logger.Info("listening", "proto", "admin", "addr", ln.Addr().String(), "pid", os.Getpid())

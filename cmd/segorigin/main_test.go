@@ -53,17 +53,24 @@ func TestRunDefaults(t *testing.T) {
 // TestEnvFlags: SEGORIGIN_* variables set flags not given on the command
 // line; the command line wins.
 func TestEnvFlags(t *testing.T) {
-	env := map[string]string{"SEGORIGIN_MAX_RANGES": "7", "SEGORIGIN_ROOT": "/srv/media", "SEGORIGIN_CORS_ORIGINS": "https://a.example"}
-	o, err := parseFlags([]string{"-root", "/cli"}, io.Discard, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	env := []string{"PATH=/bin", "SEGORIGIN_MAX_RANGES=7", "SEGORIGIN_ROOT=/srv/media", "SEGORIGIN_CORS_ORIGINS=https://a.example"}
+	o, err := parseFlags([]string{"-root", "/cli"}, io.Discard, env)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.cfg.MaxRanges != 7 || o.cfg.Root != "/cli" || len(o.cfg.CORSOrigins) != 1 || o.cfg.CORSOrigins[0] != "https://a.example" {
 		t.Errorf("parseFlags = max-ranges %d, root %q, cors %q; want 7, /cli, [https://a.example]", o.cfg.MaxRanges, o.cfg.Root, o.cfg.CORSOrigins)
 	}
-	env["SEGORIGIN_MAX_RANGES"] = "many"
-	if _, err := parseFlags(nil, io.Discard, func(k string) (string, bool) { v, ok := env[k]; return v, ok }); err == nil {
-		t.Errorf("SEGORIGIN_MAX_RANGES=many: no error")
+	for _, tc := range []struct{ env, want string }{
+		{"SEGORIGIN_MAX_RANGES=many", `SEGORIGIN_MAX_RANGES="many": want an integer`},
+		{"SEGORIGIN_READ_TIMEOUT=10", `SEGORIGIN_READ_TIMEOUT="10": want a duration such as 10s`},
+		{"SEGORIGIN_WATCH=maybe", `SEGORIGIN_WATCH="maybe": want true or false`},
+		{"SEGORIGIN_LISTNE=0.0.0.0:80", `SEGORIGIN_LISTNE: no such flag`},
+	} {
+		_, err := parseFlags(nil, io.Discard, []string{tc.env})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseFlags with %s: error %v, want one containing %q", tc.env, err, tc.want)
+		}
 	}
 }
 

@@ -15,9 +15,10 @@ import (
 
 // runSign is `segorigin sign`: it mints a token from the same key file the
 // server reads and prints the token-carrying path (or URL, or raw token).
-func runSign(args []string, stdout, stderr io.Writer) error {
+func runSign(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("segorigin sign", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned short; -h prints the usage
+	fs.Usage = func() {}
 	keyFile := fs.String("key-file", "", "key file: one `<key-id> <secret hex>` per line")
 	keyID := fs.String("key-id", "", "id of the key to sign with (default: the file's only key)")
 	scope := fs.String("scope", "", "path the token opens: a prefix ending in / (covers everything under it) or an exact path")
@@ -28,11 +29,24 @@ func runSign(args []string, stdout, stderr io.Writer) error {
 	base := fs.String("url", "", "print a full URL with this base (e.g. http://127.0.0.1:8080)")
 	format := fs.String("print", "path", "what to print: path (/t/<token>/scope), token (raw, for query, cookie or Bearer) or query (scope?token=...)")
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			printSignUsage(stdout, fs)
+			return err
+		}
+		return fmt.Errorf("%w (segorigin sign -h lists the flags)", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q (flags only; segorigin sign -h lists them)", fs.Args())
 	}
 	if *keyFile == "" || *scope == "" || !strings.HasPrefix(*scope, "/") {
-		fs.Usage()
-		return errors.New("-key-file and -scope (starting with /) are required")
+		return errors.New("-key-file and -scope (starting with /) are required (segorigin sign -h)")
+	}
+	if *ttl <= 0 {
+		// A token that is expired when minted is never what was meant.
+		return fmt.Errorf("-ttl %v: want a positive duration such as 1h", *ttl)
+	}
+	if *start < 0 {
+		return fmt.Errorf("-start-in %v: want 0 or a positive duration", *start)
 	}
 	key, err := loadKey(*keyFile, *keyID)
 	if err != nil {
@@ -61,6 +75,24 @@ func runSign(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, strings.TrimRight(*base, "/")+out)
 	return nil
+}
+
+// printSignUsage is `segorigin sign -h`.
+func printSignUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, `Usage:
+  segorigin sign -key-file FILE -scope /path/ [flags]
+
+Mints a signed-URL token with a key from the file the server's
+-auth-key-file reads, and prints the token-carrying path (or a URL with
+-url, or the token with -print token). The token is valid from -start-in
+for -ttl. sign reads no SEGORIGIN_* variables (those set the server's
+flags: segorigin -h).
+
+Flags:
+`)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
 }
 
 // aclFor turns a scope into an ACL pattern: a directory prefix opens
