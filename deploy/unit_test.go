@@ -1,0 +1,50 @@
+package deploy_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"segorigin/internal/testproc"
+)
+
+// TestSystemdUnit: segorigin.service passes `systemd-analyze verify` with no
+// complaint at all (verify exits 0 even for an unknown key or a bad value,
+// and only says so), and is a Type=notify unit whose private files reach
+// the dynamic user by LoadCredential= and whose logs have a LogsDirectory=.
+// The binary is the one built from this tree, put where ExecStart names it
+// in a copy of the unit: verify checks that ExecStart is executable.
+func TestSystemdUnit(t *testing.T) {
+	unit, err := os.ReadFile("segorigin.service")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nType=notify\n", "\nDynamicUser=yes\n", "\nLoadCredential=tls.key:", "\nLoadCredential=auth-keys:", "\nLogsDirectory=segorigin\n", "-shutdown-delay"} {
+		if !strings.Contains(string(unit), want) {
+			t.Errorf("segorigin.service lacks %q", strings.TrimSpace(want))
+		}
+	}
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze not installed (.ci/deps installs the systemd package)")
+	}
+	bin := testproc.Build(t, "./cmd/segorigin")
+	const execPath = "/usr/local/bin/segorigin"
+	if !strings.Contains(string(unit), "ExecStart="+execPath+" ") {
+		t.Fatalf("ExecStart does not run %s", execPath)
+	}
+	copyPath := filepath.Join(t.TempDir(), "segorigin.service")
+	if err := os.WriteFile(copyPath, []byte(strings.ReplaceAll(string(unit), execPath, bin)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, analyze, "verify", copyPath).CombinedOutput()
+	if err != nil || len(out) > 0 {
+		t.Errorf("systemd-analyze verify segorigin.service: %v\n%s", err, out)
+	}
+}
