@@ -1,13 +1,18 @@
 package origin_test
 
 import (
+	"context"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"segorigin/origin"
 )
 
 // rawRequest writes req as is on a fresh connection and reads one
@@ -178,5 +183,41 @@ func TestResponsesCountedByCode(t *testing.T) {
 		if got := st.Responses(code); got != want {
 			t.Errorf("Responses(%d) = %d, want %d", code, got, want)
 		}
+	}
+}
+
+// TestRunCancelledAtOnce: a Run whose context is already done (a stop
+// signal during start-up) drains and returns; fasthttp's Shutdown alone
+// misses a Serve that has not begun, which then accepts forever.
+func TestRunCancelledAtOnce(t *testing.T) {
+	for i := range 20 {
+		cfg := origin.DefaultConfig()
+		cfg.Root = t.TempDir()
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		srv, err := origin.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		done := make(chan error, 1)
+		go func() { done <- srv.Run(ctx, time.Second, a, b) }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("try %d: Run = %v", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("try %d: Run with a done context has not returned after 10s", i)
+		}
+		srv.Close()
 	}
 }

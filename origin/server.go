@@ -282,6 +282,13 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 	} else {
 		s.log.Info("shutdown: drain complete")
 	}
+	// fasthttp's Shutdown closes only the listeners whose Serve has begun;
+	// a Serve that begins after it (ctx done right at start) would accept
+	// forever. Closed here, such a Serve ends at its first Accept. (The
+	// others are closed already: that error says nothing.)
+	for _, wl := range wrapped {
+		wl.Close()
+	}
 	cancel()
 	stopWatch()
 	wg.Wait()
