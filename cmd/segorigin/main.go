@@ -50,6 +50,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, build)
 		return nil
 	}
+	// Signals are taken before anything is bound, so that a stop right
+	// after the listening line is never the default action (an exit with
+	// no drain).
+	sigs, hup := make(chan os.Signal, 2), make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	signal.Notify(hup, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
+	defer signal.Stop(hup)
 	logger, err := newLogger(opts.logFormat, opts.logLevel, stderr)
 	if err != nil {
 		return err
@@ -68,18 +76,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	listeners, err := listen(opts, srv, logger)
+	listeners, err := listen(opts, logger)
 	if err != nil {
 		return err
 	}
 	logger.Info("body paths", srv.BodyPaths()...)
 	logLimits(logger, opts.cfg.CacheFiles)
 
-	// Signals are taken before READY=1, so that a stop right after start
-	// is never the default action (exit without a drain).
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
 	life, endLife := context.WithCancel(context.Background())
 	defer endLife()
 	var ready atomic.Bool // false from the first stop signal on: /readyz 503
@@ -90,7 +93,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	notify := newNotifier(os.Getenv("NOTIFY_SOCKET"), logger)
-	go onSignals(life, srv, opts, alog, logger) // ends with life
+	go onSignals(life, hup, srv, opts, alog, logger) // ends with life
 	serving, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	// The listeners are bound: connections queue in the kernel from now on.
@@ -138,7 +141,7 @@ func shutdown(life context.Context, sigs <-chan os.Signal, opts *options, ready 
 
 // listen binds -listen (unless empty) and -tls-listen (if set) and logs
 // the address each actually bound.
-func listen(opts *options, srv *origin.Server, logger *slog.Logger) ([]net.Listener, error) {
+func listen(opts *options, logger *slog.Logger) ([]net.Listener, error) {
 	var listeners []net.Listener
 	for _, l := range []struct{ proto, addr string }{{"http", opts.listen}, {"https", opts.tlsListen}} {
 		if l.addr == "" {
@@ -206,16 +209,14 @@ func (a *adminServer) stop() {
 	<-a.done
 }
 
-// onSignals serves SIGHUP and SIGUSR1 until ctx is done. SIGHUP reloads
-// what can change without a restart: the TLS certificate and the auth key
-// file (key rotation); connections are not dropped, and a reload that
-// fails leaves the previous settings in service. Both signals reopen the
-// access log by name, so that logrotate can move it away and signal
-// (USR1 is nginx's convention for this; HUP is what other tools send).
-func onSignals(ctx context.Context, srv *origin.Server, opts *options, alog *accesslog.File, logger *slog.Logger) {
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGHUP, syscall.SIGUSR1)
-	defer signal.Stop(sig)
+// onSignals serves SIGHUP and SIGUSR1 (hup, registered by run before
+// anything is bound) until ctx is done. SIGHUP reloads what can change
+// without a restart: the TLS certificate and the auth key file (key
+// rotation); connections are not dropped, and a reload that fails leaves
+// the previous settings in service. Both signals reopen the access log by
+// name, so that logrotate can move it away and signal (USR1 is nginx's
+// convention for this; HUP is what other tools send).
+func onSignals(ctx context.Context, sig <-chan os.Signal, srv *origin.Server, opts *options, alog *accesslog.File, logger *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():

@@ -319,14 +319,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if bad, ok := synth.Verify("big.mp4", 0, body); !ok {
 		t.Fatalf("byte %d differs after the drain", bad)
 	}
-	select {
-	case <-p.Done():
-		if err := p.Err(); err != nil {
-			t.Fatalf("exit after drain: %v\n%s", err, p.Logs())
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("no exit after the drain")
-	}
+	waitExit(t, p, 30*time.Second)
 }
 
 // TestSIGHUPRotatesKeys: a new key file takes effect on SIGHUP, on a
