@@ -2,7 +2,7 @@
 # compare.sh: segorigin beside nginx, Go net/http and fasthttp.FS, on the
 # same files, with the same wrk client, in the same session. For each round
 # (order alternating) it starts each server on a loopback port, runs each
-# workload of DESIGN.md with wrk for a fixed time, reads the server's own CPU
+# workload (ARCHITECTURE.md, "Workloads") with wrk for a fixed time, reads the server's own CPU
 # time (utime+stime of the server and its children, from /proc), and prints
 # per workload the medians over rounds and each one's ratio to segorigin's.
 # See loadtest/README.md.

@@ -4,7 +4,7 @@
 # (TLS 1.3 TLS_AES_128_GCM_SHA256, which both choose for wrk's OpenSSL),
 # the same files and the same wrk client, in the same session. For each
 # round (order alternating) it starts both servers on loopback ports, runs
-# W1 and W2 of DESIGN.md for a fixed time, reads each server's own CPU time
+# W1 and W2 (ARCHITECTURE.md, "Workloads") for a fixed time, reads each server's own CPU time
 # (utime+stime of the server and its children, from /proc), and prints the
 # medians and segorigin's ratio to nginx. The target: segorigin's
 # CPU per GiB within 10% of nginx's on the userspace path (a kernel without

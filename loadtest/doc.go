@@ -6,7 +6,7 @@
 //   - load: Run, the verified player-like load engine;
 //   - client: the command around load.Run;
 //   - peers/nethttp, peers/fasthttpfs: the Go servers compared with;
-//   - wrk/: wrk Lua scripts for the workloads W1-W5 of DESIGN.md;
+//   - wrk/: wrk Lua scripts for the workloads W1-W5 of ARCHITECTURE.md;
 //   - compare.sh, syscalls.sh: the side-by-side runs.
 //
 // This package itself has only the smoke test (smoke_test.go), which runs

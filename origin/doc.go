@@ -10,7 +10,9 @@
 //	accept (origin/conn: Gate → *conn.TCP, connection limits; HTTPS:
 //	  conn.TLS wraps it)
 //	→ fasthttp parses the request
-//	→ handle: method (GET, HEAD; OPTIONS for CORS; else 405 + Allow)
+//	→ handle: HTTP major version other than 1 (505); a field name with a
+//	  space (400); method (GET, HEAD; OPTIONS for CORS; another RFC 9110
+//	  method 405 + Allow; an unknown one 501)
 //	→ cleanPath: percent-decode, refuse NUL/CTL, remove dot segments,
 //	  refuse climbing above the root (400)
 //	→ auth: strip /t/<token>/, verify a token from path, query, cookie or
@@ -21,7 +23,8 @@
 //	→ ranges.ParseInto (GET only, and only if If-Range holds) → 200, 206,
 //	  multipart 206 or 416
 //	→ headers: Content-Type from the built-in media table, Cache-Control by
-//	  kind, ETag, Last-Modified, Accept-Ranges, CORS
+//	  kind, ETag, Last-Modified (never after the Date fasthttp sends:
+//	  date.go), Accept-Ranges, CORS
 //	→ bodyStream: fasthttp flushes the header (ImmediateHeaderFlush) with
 //	  MSG_MORE, then calls WriteTo, which sends the span(s) itself.
 //

@@ -26,7 +26,7 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkServe -benchtime 2000x ./origin
 //
-// Workloads follow DESIGN.md: W1 2 MiB segments, W2 256 KiB spans of a
+// Workloads follow ARCHITECTURE.md "Workloads": W1 2 MiB segments, W2 256 KiB spans of a
 // large file, W3 64 KiB parts, W4 1 KiB playlists. Client and servers
 // share the process and the two cores, so this is the whole request cost,
 // not the server's alone: loadtest/compare.sh separates server CPU.

@@ -1,6 +1,6 @@
 // Command client is a verifying, player-like load client for segorigin and
 // its peers: N sessions, each on its own keep-alive connection, walk a
-// title (a synth workload of DESIGN.md, or an HLS playlist) in order, at a
+// title (a synth workload of ARCHITECTURE.md, or an HLS playlist) in order, at a
 // chosen rate or as fast as they can, for a bounded time or number of
 // requests, and every body byte is checked. See loadtest/README.md.
 //

@@ -3,7 +3,7 @@
 // workload's files or byte ranges in order, or an HLS playlist's segments)
 // at a chosen rate or as fast as they can, for a bounded time or number of
 // requests, while optional idle keep-alive connections sit beside them
-// (DESIGN.md workload W5).
+// (workload W5, ARCHITECTURE.md).
 //
 // Every body is checked byte for byte as it streams in (package
 // segorigin/loadtest/verify): against synth content, against the same file

@@ -41,7 +41,7 @@ type Plan interface {
 	String() string
 }
 
-// SynthPlan walks the files of a synth workload (DESIGN.md W1-W4, as
+// SynthPlan walks the files of a synth workload (ARCHITECTURE.md W1-W4, as
 // written by fixtures/gensynth): each session starts at a random file (or,
 // for a one-file workload such as W2, a random Span-aligned offset) and
 // fetches the following files (or spans) in order, wrapping at the end,

@@ -36,7 +36,7 @@ func (s Synth) Want(off int64) (byte, bool) { return synth.ByteAt(string(s), off
 // playlist is the text of synth.Playlist(name, size).
 type playlist []byte
 
-// Playlist returns the content of the synth playlist (DESIGN.md workload W4)
+// Playlist returns the content of the synth playlist (workload W4, ARCHITECTURE.md)
 // of this name and size.
 func Playlist(name string, size int64) Content {
 	return playlist(synth.Playlist(name, int(size)))

@@ -14,7 +14,7 @@
 // # Rules it keeps
 //
 // A body is named by the base name of its URL path (synth content depends on
-// the base name only, DESIGN.md "fixtures"). Every mismatch is reported as a
+// the base name only: fixtures/README.md). Every mismatch is reported as a
 // *Mismatch carrying the name and the file offset of the first wrong byte, so
 // an operator can fetch that span again by hand. A body shorter or longer than
 // expected is an error too: a Writer that is Closed before its expected end,

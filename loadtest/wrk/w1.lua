@@ -1,4 +1,4 @@
--- w1.lua: DESIGN.md workload W1, full GET of random 2 MiB segments (200 files).
+-- w1.lua: workload W1 (ARCHITECTURE.md), full GET of random 2 MiB segments (200 files).
 --
 --   wrk -t2 -c16 -d10s --latency -s loadtest/wrk/w1.lua http://127.0.0.1:8080 -- [COUNT] [SIZE]
 --

@@ -1,4 +1,4 @@
--- w2.lua: DESIGN.md workload W2, Range GET of random 256 KiB-aligned spans of
+-- w2.lua: workload W2 (ARCHITECTURE.md), Range GET of random 256 KiB-aligned spans of
 -- one 256 MiB file, /w2/big.mp4 (what a player or a CDN slice fetch asks).
 --
 --   wrk -t2 -c16 -d10s --latency -s loadtest/wrk/w2.lua http://127.0.0.1:8080 -- [SIZE] [SPAN]

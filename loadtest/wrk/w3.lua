@@ -1,4 +1,4 @@
--- w3.lua: DESIGN.md workload W3, full GET of random 64 KiB low-latency parts (2000 files).
+-- w3.lua: workload W3 (ARCHITECTURE.md), full GET of random 64 KiB low-latency parts (2000 files).
 --
 --   wrk -t2 -c16 -d10s --latency -s loadtest/wrk/w3.lua http://127.0.0.1:8080 -- [COUNT] [SIZE]
 --

@@ -1,4 +1,4 @@
--- w4.lua: DESIGN.md workload W4, full GET of random 1 KiB playlists (10 files).
+-- w4.lua: workload W4 (ARCHITECTURE.md), full GET of random 1 KiB playlists (10 files).
 --
 --   wrk -t2 -c16 -d10s --latency -s loadtest/wrk/w4.lua http://127.0.0.1:8080 -- [COUNT] [SIZE]
 --

@@ -1,4 +1,4 @@
--- w5.lua: DESIGN.md workload W5, many idle keep-alive connections while W1
+-- w5.lua: workload W5 (ARCHITECTURE.md), many idle keep-alive connections while W1
 -- runs. Two ways to run it:
 --
 -- 1. Idle connections from a helper, W1 load from wrk (what compare.sh does):

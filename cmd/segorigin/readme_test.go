@@ -1,0 +1,93 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestREADMEDocumentsEveryFlag: every flag -h lists appears in README.md as
+// `-name`, for the server and for sign.
+func TestREADMEDocumentsEveryFlag(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var usage bytes.Buffer
+	if _, err := parseFlags([]string{"-h"}, &usage, nil); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("parseFlags(-h) = %v, want flag.ErrHelp", err)
+	}
+	if err := runSign([]string{"-h"}, &usage); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("runSign(-h) = %v, want flag.ErrHelp", err)
+	}
+	names := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(usage.String(), -1)
+	if len(names) < 40 {
+		t.Fatalf("found %d flags in the usage, want the 40 and more there are:\n%s", len(names), usage.String())
+	}
+	for _, m := range names {
+		if !bytes.Contains(readme, []byte("`-"+m[1])) {
+			t.Errorf("README.md does not document -%s", m[1])
+		}
+	}
+}
+
+// TestREADMEExamplesRunAsWritten: the servers README.md starts in the
+// background are the binary (go run's child would outlive kill $!), each on
+// its own ports.
+func TestREADMEExamplesRunAsWritten(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports := map[string]string{}
+	for _, line := range strings.Split(string(readme), "\n") {
+		cmd, _, _ := strings.Cut(line, "#")
+		if !strings.HasSuffix(strings.TrimSpace(cmd), "&") {
+			continue
+		}
+		if strings.Contains(cmd, "go run") {
+			t.Errorf("README.md runs `go run` in the background: %q", line)
+		}
+		if !strings.HasPrefix(cmd, "bin/segorigin") {
+			continue
+		}
+		listen := regexp.MustCompile(`-listen (\S+)`).FindStringSubmatch(cmd)
+		addrs := []string{"127.0.0.1:8080"}
+		if listen != nil {
+			addrs = []string{strings.Trim(listen[1], "'")}
+		}
+		if m := regexp.MustCompile(`-tls-listen (\S+)`).FindStringSubmatch(cmd); m != nil {
+			addrs = append(addrs, m[1])
+		}
+		for _, a := range addrs {
+			if a == "" {
+				continue
+			}
+			if prev, dup := ports[a]; dup {
+				t.Errorf("README.md binds %s twice:\n  %s\n  %s", a, prev, line)
+			}
+			ports[a] = line
+		}
+	}
+	if len(ports) < 4 {
+		t.Errorf("found %d addresses in README.md's background servers, want the examples' 4 and more", len(ports))
+	}
+}
+
+// TestNoDesignDocReference: the repository stands alone: no tracked file
+// points at a DESIGN.md that is not in it.
+func TestNoDesignDocReference(t *testing.T) {
+	out, err := exec.Command("git", "-C", "../..", "grep", "-n", "DESIGN"+".md").CombinedOutput()
+	if err == nil {
+		t.Errorf("files refer to a DESIGN.md the repository does not have:\n%s", out)
+	} else if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 128 {
+		t.Skipf("not a git checkout: %s", out)
+	} else if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("git grep: %v\n%s", err, out)
+	}
+}
