@@ -80,11 +80,12 @@ func TestREADMEExamplesRunAsWritten(t *testing.T) {
 }
 
 // TestNoDesignDocReference: the repository stands alone: no tracked file
-// points at a DESIGN.md that is not in it.
+// points at a design document kept outside it (what a user needs of it is
+// in ARCHITECTURE.md).
 func TestNoDesignDocReference(t *testing.T) {
 	out, err := exec.Command("git", "-C", "../..", "grep", "-n", "DESIGN"+".md").CombinedOutput()
 	if err == nil {
-		t.Errorf("files refer to a DESIGN.md the repository does not have:\n%s", out)
+		t.Errorf("files refer to a design document the repository does not have:\n%s", out)
 	} else if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 128 {
 		t.Skipf("not a git checkout: %s", out)
 	} else if !ok || ee.ExitCode() != 1 {
