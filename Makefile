@@ -32,8 +32,10 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzForwarding$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/clientaddr
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/cmcd
 
+# -buildvcs=auto: stamp the commit (segorigin -version, segorigin_build_info)
+# where git can tell it, even when GOFLAGS says -buildvcs=false.
 build:
-	$(GO) build -o bin/segorigin ./cmd/segorigin
+	$(GO) build -buildvcs=auto -o bin/segorigin ./cmd/segorigin
 
 run:
 	$(GO) run ./cmd/segorigin
