@@ -28,7 +28,10 @@ import (
 // Reading costs a header serialisation, so it happens only for a
 // modification time later than the latest Date already seen: on almost
 // every request (a segment written more than a second ago) the clamp is
-// one atomic load and a comparison, and allocates nothing.
+// one atomic load and a comparison, and allocates nothing. (A wall clock
+// stepped back leaves seen ahead of the Date until the clock catches up: a
+// file modified within that gap could then carry a Last-Modified after the
+// Date, as every response did before.)
 type dateClamp struct {
 	seen  atomic.Int64 // latest Date (Unix seconds) read from fasthttp; only grows
 	probe sync.Pool    // *dateProbe
