@@ -155,6 +155,9 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	if o.listen == "" && o.tlsListen == "" {
 		return nil, errors.New("no listener: -listen is empty and -tls-listen is not set")
 	}
+	if o.shutdownDelay < 0 || o.drain < 0 {
+		return nil, fmt.Errorf("-shutdown-delay %v, -drain-timeout %v: want durations >= 0", o.shutdownDelay, o.drain)
+	}
 	c.TLS.KTLS = origin.KTLSMode(ktlsMode)
 	var err error
 	if c.AccessLogFormat, err = accesslog.ParseFormat(accessFormat); err != nil {

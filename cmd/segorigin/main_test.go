@@ -66,6 +66,7 @@ func TestEnvFlags(t *testing.T) {
 		{"SEGORIGIN_READ_TIMEOUT=10", `SEGORIGIN_READ_TIMEOUT="10": want a duration such as 10s`},
 		{"SEGORIGIN_WATCH=maybe", `SEGORIGIN_WATCH="maybe": want true or false`},
 		{"SEGORIGIN_LISTNE=0.0.0.0:80", `SEGORIGIN_LISTNE: no such flag`},
+		{"SEGORIGIN_SHUTDOWN_DELAY=-5s", `-shutdown-delay -5s, -drain-timeout 30s: want durations >= 0`},
 	} {
 		_, err := parseFlags(nil, io.Discard, []string{tc.env})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
