@@ -47,4 +47,34 @@ func TestSystemdUnit(t *testing.T) {
 	if err != nil || len(out) > 0 {
 		t.Errorf("systemd-analyze verify segorigin.service: %v\n%s", err, out)
 	}
+	// verify does not know segorigin's flags: the binary checks the
+	// ExecStart= flags and the SEGORIGIN_* of Environment= itself (an
+	// unknown flag or variable is an error), and -version stops it there.
+	args, env := unitCommand(t, string(unit))
+	cmd := exec.CommandContext(ctx, bin, append(args, "-version")...)
+	cmd.Env = append(testproc.EnvWithout("SEGORIGIN_"), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("segorigin with the unit's ExecStart= flags and Environment=: %v\n%s", err, out)
+	}
+}
+
+// unitCommand is the unit's ExecStart= arguments after the binary, and its
+// Environment= assignments with %d (the credentials directory) made a
+// temporary directory.
+func unitCommand(t *testing.T, unit string) (args, env []string) {
+	t.Helper()
+	unit = strings.ReplaceAll(unit, "\\\n", " ")
+	creds := t.TempDir()
+	for _, line := range strings.Split(unit, "\n") {
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			args = strings.Fields(v)[1:]
+		}
+		if v, ok := strings.CutPrefix(line, "Environment="); ok {
+			env = append(env, strings.Fields(strings.ReplaceAll(v, "%d", creds))...)
+		}
+	}
+	if args == nil {
+		t.Fatal("segorigin.service has no ExecStart=")
+	}
+	return args, env
 }
