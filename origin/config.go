@@ -111,6 +111,21 @@ type Config struct {
 	MaxConns      int
 	MaxConnsPerIP int
 
+	// ColdReaders is how many goroutines read bytes that are not in the
+	// page cache, the only place a request's read may wait for storage:
+	// before a span is sent, its residency is checked (cachestat(2)) and a
+	// cold span waits, parked, for one of these readers to make it
+	// resident, so sendfile never blocks an OS thread on a disk and the
+	// thread count stays near GOMAXPROCS + ColdReaders. 0 turns the check
+	// off (a cold sendfile then blocks its thread, as nginx without aio).
+	ColdReaders int
+	// ColdQueue bounds requests waiting for a cold reader; beyond it a
+	// request is answered 503 with Retry-After at once.
+	ColdQueue int
+	// ColdDeadline bounds one request's wait for a cold reader; past it,
+	// 503 with Retry-After (or, mid-body, the connection closes).
+	ColdDeadline time.Duration
+
 	// DisableSendfile forces the userspace copy body path on plain TCP
 	// (for diagnosis and for comparison benchmarks).
 	DisableSendfile bool
@@ -201,6 +216,9 @@ func DefaultConfig() Config {
 		WriteTimeout:            60 * time.Second,
 		IdleTimeout:             75 * time.Second,
 		MaxHeaderBytes:          8192,
+		ColdReaders:             16,
+		ColdQueue:               1024,
+		ColdDeadline:            5 * time.Second,
 		ClientIPHeader:          ClientIPHeaderXFF,
 		ServerName:              "segorigin",
 		TLS:                     TLSConfig{KTLS: KTLSAuto, ReloadEvery: 5 * time.Second},
@@ -243,6 +261,12 @@ func (c *Config) validate() error {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s: %v, want >= 0", name, d))
 		}
+	}
+	if c.ColdReaders < 0 || c.ColdReaders > 1024 {
+		errs = append(errs, fmt.Errorf("cold-readers: %d, want 0..1024", c.ColdReaders))
+	}
+	if c.ColdReaders > 0 && (c.ColdQueue < 0 || c.ColdDeadline < time.Millisecond) {
+		errs = append(errs, fmt.Errorf("cold-queue %d, cold-deadline %v: want >= 0 and >= 1ms", c.ColdQueue, c.ColdDeadline))
 	}
 	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.MaxRequestsPerConn < 0 {
 		errs = append(errs, errors.New("max-conns, max-conns-per-ip, max-requests-per-conn: want >= 0"))

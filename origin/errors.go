@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
+	"segorigin/coldread"
 	"segorigin/internal/ratelog"
 	"segorigin/ranges"
 )
@@ -47,10 +48,16 @@ func statusFor(err error) int {
 		return fasthttp.StatusNotFound
 	case errors.Is(err, fs.ErrPermission):
 		return fasthttp.StatusForbidden
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE):
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE),
+		errors.Is(err, coldread.ErrBusy), errors.Is(err, coldread.ErrDeadline):
 		return fasthttp.StatusServiceUnavailable
 	}
 	return fasthttp.StatusInternalServerError
+}
+
+// isColdBusy: the cold-read pool refused or timed out the request.
+func isColdBusy(err error) bool {
+	return errors.Is(err, coldread.ErrBusy) || errors.Is(err, coldread.ErrDeadline)
 }
 
 // isRootEscape recognises os.Root's refusal of a path (a symlink, mostly)
@@ -68,8 +75,14 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	code := statusFor(err)
 	switch {
 	case code == fasthttp.StatusServiceUnavailable:
+		// RFC 9110 §10.2.3: Retry-After "indicate[s] how long the service
+		// is expected to be unavailable to the client".
 		ctx.Response.Header.Set("Retry-After", "1")
-		if s.emfileLog.Allow() {
+		if isColdBusy(err) {
+			if s.coldLog.Allow() {
+				s.log.Warn("cold readers saturated: answering 503", "path", string(ctx.Path()), "err", err)
+			}
+		} else if s.emfileLog.Allow() {
 			s.log.Error("out of file descriptors: shedding the file cache, answering 503",
 				"path", s.loggable(string(ctx.Path())), "err", err, "suppressed", s.emfileLog.Suppressed())
 		}

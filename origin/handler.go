@@ -174,6 +174,11 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 		}
 	}
 
+	if err := s.beforeBody(ctx, name, mt.kind, h, spans); err != nil {
+		h.Release()
+		s.fail(ctx, err)
+		return mt.kind, false
+	}
 	s.setValidators(ctx, mt.kind, v, g)
 	s.stats.Kinds[mt.kind].Add(1)
 	hdr := &ctx.Response.Header
@@ -205,7 +210,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 		hdr.SetContentLength(int(total))
 		return mt.kind, false
 	}
-	s.attachBody(ctx, mt.kind, h, spans, mp, total)
+	s.attachBody(ctx, name, mt.kind, h, spans, mp, total)
 	return mt.kind, true
 }
 

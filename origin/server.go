@@ -19,6 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
+	"segorigin/coldread"
 	"segorigin/origin/conn"
 	"segorigin/watcher"
 )
@@ -31,6 +32,7 @@ type Server struct {
 	root     *os.Root // confines opens to cfg.Root (symlinks included)
 	cache    *cache.Cache
 	watch    *watcher.Watcher // nil when cfg.Watch is false
+	cold     *coldread.Pool   // nil when cfg.ColdReaders is 0
 	http     *fasthttp.Server
 	cors     corsPolicy
 	clientID clientIdentity             // who a request is from (trusted proxies)
@@ -48,6 +50,7 @@ type Server struct {
 	badPathLog  rateLimitedLog // paths refused with 400, once per interval
 	escapeLog   rateLimitedLog // symlinks leaving the root, once per interval
 	fasthttpLog rateLimitedLog // fasthttp's own lines (they echo request bytes), once per interval
+	coldLog     rateLimitedLog // cold reads failing or refused, once per interval
 
 	streamPool sync.Pool // *bodyStream
 
@@ -86,7 +89,7 @@ func New(cfg Config) (*Server, error) {
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
-	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog} {
+	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog} {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }
@@ -133,6 +136,10 @@ func New(cfg Config) (*Server, error) {
 			root.Close()
 			return nil, fmt.Errorf("origin: tls: %w", err)
 		}
+	}
+	if s.cold, err = newColdPool(cfg); err != nil {
+		root.Close()
+		return nil, fmt.Errorf("origin: %w", err)
 	}
 	revalidate := time.Duration(0)
 	if !cfg.Watch {
@@ -231,8 +238,9 @@ func (s *Server) stat(name string) (fs.FileInfo, error) {
 // Run serves on every listener until ctx is done, then drains: it stops
 // accepting, lets responses in flight finish until drain elapses, and
 // returns. Listeners marked by TLSListener serve HTTPS. Run owns the
-// watcher goroutine, the certificate reload poll, the media root check and one serving goroutine
-// per listener; all have ended when it returns. The listeners are closed.
+// watcher goroutine, the certificate reload poll, the media root check, the
+// cold readers and one serving goroutine per listener; all have ended when
+// it returns. The listeners are closed.
 func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.Listener) error {
 	if len(listeners) == 0 {
 		return errors.New("origin: Run needs at least one listener")
@@ -259,6 +267,11 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 	}
 	if s.cfg.RootCheckEvery > 0 {
 		wg.Go(func() { s.watchRoot(watchCtx, s.cfg.RootCheckEvery) })
+	}
+	if s.cold != nil {
+		// Stopped with the watcher, after the drain: responses finishing
+		// during the drain may still need a cold reader.
+		wg.Go(func() { s.cold.Run(watchCtx) })
 	}
 	if s.tls != nil {
 		wg.Go(func() { s.tls.PollCertificates(watchCtx) })

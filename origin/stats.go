@@ -38,6 +38,7 @@ type Stats struct {
 	Transport TransportStats
 	Auth      AuthStats
 	TLS       TLSStats
+	Cold      ColdStats
 }
 
 // TransportStats count which body path served each response body, and the

@@ -27,6 +27,7 @@ const copyBufSize = 64 << 10
 type bodyStream struct {
 	srv   *Server
 	conn  net.Conn
+	name  string // cache key of h, for the cold-read path
 	h     *cache.Handle
 	spans []ranges.Span // the spans, in order; one unless mp != nil
 	mp    *ranges.Multipart
@@ -52,9 +53,9 @@ var _ fasthttp.BodyWriterTo = (*bodyStream)(nil)
 
 // attachBody hands h and the spans to a pooled body stream and sets it as
 // the response body.
-func (s *Server) attachBody(ctx *fasthttp.RequestCtx, k kind, h *cache.Handle, spans []ranges.Span, mp *ranges.Multipart, total int64) {
+func (s *Server) attachBody(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, spans []ranges.Span, mp *ranges.Multipart, total int64) {
 	bs := s.streamPool.Get().(*bodyStream)
-	bs.srv, bs.conn, bs.h, bs.mp, bs.total = s, ctx.Conn(), h, mp, total
+	bs.srv, bs.conn, bs.name, bs.h, bs.mp, bs.total = s, ctx.Conn(), name, h, mp, total
 	bs.ctx, bs.kind, bs.sent, bs.via = ctx, k, 0, ""
 
 	bs.spans = append(bs.spans[:0], spans...)
@@ -103,7 +104,7 @@ type bodyWriter interface {
 
 func (b *bodyStream) send(w bodyWriter) (int64, error) {
 	if b.mp == nil {
-		return w.span(b.h, b.spans[0])
+		return b.sendSpan(w, b.spans[0], true)
 	}
 	var n int64
 	for i := range b.mp.Parts() {
@@ -112,7 +113,7 @@ func (b *bodyStream) send(w bodyWriter) (int64, error) {
 		if err != nil {
 			return n, err
 		}
-		k, err = w.span(b.h, b.mp.Span(i))
+		k, err = b.sendSpan(w, b.mp.Span(i), i == 0)
 		n += k
 		if err != nil {
 			return n, err
@@ -165,7 +166,7 @@ func (b *bodyStream) Close() error {
 	b.h.Release()
 	s := b.srv
 	s.finish(b.ctx, b.kind, b.sent, b.via)
-	b.srv, b.conn, b.h, b.mp, b.ctx = nil, nil, nil, nil, nil
+	b.srv, b.conn, b.name, b.h, b.mp, b.ctx = nil, nil, "", nil, nil, nil
 	b.sf = sendfileWriter{}
 	b.cp = copyWriter{}
 	s.streamPool.Put(b)

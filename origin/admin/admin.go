@@ -50,6 +50,14 @@ var metricDescs = map[string]*prometheus.Desc{
 	"cache_entries": newDesc("cache_entries", "Entries listed in the file cache.", "type"),
 	"cache_negb":    newDesc("cache_negative_bytes", "What the negative entries count against -negative-cache-bytes (name bytes plus a fixed overhead each)."),
 	"tls":           newDesc("tls_events_total", "TLS handshakes, kernel TLS hand-overs and certificate reloads by outcome.", "event"),
+	"cold_checked":  newDesc("cold_checked_total", "Responses whose first window's residency was checked before the header, by kind.", "kind"),
+	"cold_resident": newDesc("cold_resident_total", "Of those, found in the page cache (sent at once), by kind.", "kind"),
+	"cold_waits":    newDesc("cold_waits_total", "Windows that waited for a cold reader (cold reads)."),
+	"cold_wait_sec": newDesc("cold_wait_seconds_total", "Time requests spent waiting for cold readers (queue and read)."),
+	"cold_queue_s":  newDesc("cold_queue_wait_seconds_total", "Time cold reads spent queued before a reader took them."),
+	"cold_events":   newDesc("cold_events_total", "Cold-read outcomes: refused (503), aborted (mid-body), probe_error, load_error, still_cold, joined.", "event"),
+	"cold_bytes":    newDesc("cold_read_bytes_total", "Bytes the cold readers read for waiting requests."),
+	"cold_running":  newDesc("cold_readers_busy", "Cold readers reading now."),
 	"watch_events":  newDesc("watcher_events_total", "File system events the watcher processed."),
 	"watch_overflw": newDesc("watcher_overflows_total", "fsnotify event-queue overflows."),
 	"watch_dirs":    newDesc("watcher_directories", "Directories watched."),
@@ -142,6 +150,24 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter("log_suppr", v, kind)
 	}
 	collectCMCD(&st.CMCD, counter)
+	if ps := c.s.ColdPoolStats(); ps != nil {
+		cold := &st.Cold
+		for k := range cold.Checked {
+			counter("cold_checked", cold.Checked[k].Load(), origin.KindName(k))
+			counter("cold_resident", cold.Resident[k].Load(), origin.KindName(k))
+		}
+		counter("cold_waits", cold.Waited.Load())
+		ch <- prometheus.MustNewConstMetric(metricDescs["cold_wait_sec"], prometheus.CounterValue, float64(cold.WaitNanos.Load())/1e9)
+		ch <- prometheus.MustNewConstMetric(metricDescs["cold_queue_s"], prometheus.CounterValue, float64(ps.QueueWaitNanos.Load())/1e9)
+		for ev, v := range map[string]int64{
+			"refused": cold.Refused.Load(), "aborted": cold.Aborted.Load(), "probe_error": cold.ProbeErrs.Load(),
+			"load_error": cold.LoadErrs.Load(), "still_cold": cold.StillCold.Load(), "joined": ps.Joined.Load(),
+		} {
+			counter("cold_events", v, ev)
+		}
+		counter("cold_bytes", cold.LoadBytes.Load())
+		gauge("cold_running", float64(ps.Running.Load()))
+	}
 	cs := c.s.CacheStats()
 	for op, v := range map[string]uint64{
 		"hit": cs.Hits, "miss": cs.Misses, "negative_hit": cs.NegativeHits, "eviction": cs.Evictions,

@@ -1,0 +1,238 @@
+package coldread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrBusy: the demand queue is full. The caller should answer 503 with
+// Retry-After rather than wait.
+var ErrBusy = errors.New("coldread: reader queue full")
+
+// ErrDeadline: the job did not finish within Config.Deadline. It still
+// runs; only this caller stopped waiting.
+var ErrDeadline = errors.New("coldread: read not done before the deadline")
+
+// ErrClosed: Run has returned; the pool runs nothing more.
+var ErrClosed = errors.New("coldread: pool not running")
+
+// Key names one read, so concurrent requests for the same bytes share it.
+type Key struct {
+	Name string // the file's cache key
+	Off  int64  // first byte of the range
+}
+
+// Config sizes a Pool.
+type Config struct {
+	// Readers is how many goroutines may block on storage at once: the OS
+	// threads cold reads can hold. At least 1.
+	Readers int
+	// Background is how many of the Readers may run background work
+	// (read-ahead) at once; the other Readers only ever serve demand, so
+	// read-ahead cannot starve a waiting request. 0 disables background
+	// work; at most Readers.
+	Background int
+	// Queue bounds demand jobs waiting for a reader (beyond it: ErrBusy).
+	Queue int
+	// BackgroundQueue bounds background jobs waiting (beyond it they are
+	// dropped and counted).
+	BackgroundQueue int
+	// Deadline bounds how long Do waits for its job. At least 1ms.
+	Deadline time.Duration
+	// Now is the clock for queue-wait accounting; nil uses time.Now.
+	Now func() time.Time
+}
+
+// Stats are the pool's counters.
+type Stats struct {
+	Demand         atomic.Int64 // demand jobs run (cold reads)
+	Joined         atomic.Int64 // Do calls that waited on a job another caller queued
+	Busy           atomic.Int64 // Do calls refused: queue full
+	Deadline       atomic.Int64 // Do calls that stopped waiting at the deadline
+	Background     atomic.Int64 // background jobs run
+	Dropped        atomic.Int64 // background jobs dropped: queue full or already queued
+	QueueWaitNanos atomic.Int64 // sum over demand jobs of enqueue-to-start time
+	Running        atomic.Int64 // jobs running now
+}
+
+type job struct {
+	key  Key
+	fn   func()
+	enq  time.Time
+	done chan struct{} // closed when fn returned (demand jobs only)
+}
+
+// Pool runs blocking reads on a fixed set of goroutines. Create it with
+// New, start its readers with Run.
+type Pool struct {
+	cfg    Config
+	demand chan *job // bounded by cfg.Queue
+	bg     chan *job // bounded by cfg.BackgroundQueue
+	stats  Stats
+
+	mu       sync.Mutex   // protects inflight, bgKeys, stopped
+	inflight map[Key]*job // demand jobs queued or running, for joining
+	bgKeys   map[Key]*job // background jobs queued or running, for deduplication
+	stopped  bool         // Run has returned: nothing queued will run
+}
+
+// New validates cfg. It starts no goroutine: Run does.
+func New(cfg Config) (*Pool, error) {
+	var errs []error
+	if cfg.Readers < 1 {
+		errs = append(errs, fmt.Errorf("readers: %d, want >= 1", cfg.Readers))
+	}
+	if cfg.Background < 0 || cfg.Background > cfg.Readers {
+		errs = append(errs, fmt.Errorf("background readers: %d, want 0..%d (readers)", cfg.Background, cfg.Readers))
+	}
+	if cfg.Queue < 0 || cfg.BackgroundQueue < 0 {
+		errs = append(errs, fmt.Errorf("queue %d, background queue %d: want >= 0", cfg.Queue, cfg.BackgroundQueue))
+	}
+	if cfg.Deadline < time.Millisecond {
+		errs = append(errs, fmt.Errorf("deadline: %v, want >= 1ms", cfg.Deadline))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("coldread: %w", err)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Pool{
+		cfg:      cfg,
+		demand:   make(chan *job, cfg.Queue),
+		bg:       make(chan *job, cfg.BackgroundQueue),
+		inflight: map[Key]*job{},
+		bgKeys:   map[Key]*job{},
+	}, nil
+}
+
+// Stats returns the pool's counters (live).
+func (p *Pool) Stats() *Stats { return &p.stats }
+
+// Config returns the configuration the pool runs with.
+func (p *Pool) Config() Config { return p.cfg }
+
+// Run serves jobs on cfg.Readers goroutines until ctx is done, then waits
+// for the jobs running to return. Jobs are accepted from New on (they wait
+// for Run); jobs still queued when Run returns are not run: their callers
+// see ErrDeadline, and later calls ErrClosed.
+func (p *Pool) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for i := range p.cfg.Readers {
+		mixed := i < p.cfg.Background
+		wg.Go(func() { p.reader(ctx, mixed) })
+	}
+	wg.Wait()
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+}
+
+// reader runs jobs until ctx is done. A mixed reader prefers demand and
+// takes background work only when no demand waits.
+func (p *Pool) reader(ctx context.Context, mixed bool) {
+	bg := p.bg
+	if !mixed {
+		bg = nil // a nil channel is never ready: demand only
+	}
+	for {
+		select {
+		case j := <-p.demand:
+			p.runDemand(j)
+			continue
+		case <-ctx.Done():
+			return
+		default:
+		}
+		select {
+		case j := <-p.demand:
+			p.runDemand(j)
+		case j := <-bg:
+			p.runBackground(j)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (p *Pool) runDemand(j *job) {
+	p.stats.QueueWaitNanos.Add(int64(p.cfg.Now().Sub(j.enq)))
+	p.run(j, p.inflight, &p.stats.Demand)
+}
+
+func (p *Pool) runBackground(j *job) { p.run(j, p.bgKeys, &p.stats.Background) }
+
+// run runs j, then unlists it from listed and wakes its waiters.
+func (p *Pool) run(j *job, listed map[Key]*job, ran *atomic.Int64) {
+	ran.Add(1)
+	p.stats.Running.Add(1)
+	j.fn()
+	p.stats.Running.Add(-1)
+	p.mu.Lock()
+	delete(listed, j.key)
+	p.mu.Unlock()
+	if j.done != nil {
+		close(j.done)
+	}
+}
+
+// Do runs fn on a reader and waits for it, at most cfg.Deadline. If a job
+// for key is already queued or running, Do waits for that one instead and
+// fn is not run. fn must not call the pool.
+func (p *Pool) Do(key Key, fn func()) error {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	j, joined := p.inflight[key]
+	if !joined {
+		j = &job{key: key, fn: fn, enq: p.cfg.Now(), done: make(chan struct{})}
+		select {
+		case p.demand <- j:
+			p.inflight[key] = j
+		default:
+			p.mu.Unlock()
+			p.stats.Busy.Add(1)
+			return ErrBusy
+		}
+	}
+	p.mu.Unlock()
+	if joined {
+		p.stats.Joined.Add(1)
+	}
+	t := time.NewTimer(p.cfg.Deadline)
+	defer t.Stop()
+	select {
+	case <-j.done:
+		return nil
+	case <-t.C:
+		p.stats.Deadline.Add(1)
+		return ErrDeadline
+	}
+}
+
+// Go queues fn as background work and returns at once. It reports false,
+// counting a drop, when background work is off, its queue is full, a job
+// for key is already queued, or Run has returned.
+func (p *Pool) Go(key Key, fn func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || p.cfg.Background == 0 || p.bgKeys[key] != nil {
+		p.stats.Dropped.Add(1)
+		return false
+	}
+	j := &job{key: key, fn: fn}
+	select {
+	case p.bg <- j:
+		p.bgKeys[key] = j
+		return true
+	default:
+		p.stats.Dropped.Add(1)
+		return false
+	}
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package coldread
+
+import "errors"
+
+// Resident reports every range as resident where the kernel cannot be
+// asked: the pool is then never used and reads behave as without it.
+func Resident(fd int, off, n, size int64) (bool, error) { return true, nil }
+
+// Load is not available off Linux.
+func Load(fd int, off, n int64, buf []byte) error {
+	return errors.New("coldread: Load is implemented on Linux only")
+}

@@ -1,0 +1,176 @@
+package origin
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/cache"
+	"segorigin/coldread"
+	"segorigin/ranges"
+)
+
+// coldWindow is how much of a span is made resident before it is sent:
+// spans are sent window by window, each checked (and if need be read by
+// the pool) just before its sendfile, so a long body never waits for
+// storage inside sendfile and the page cache never has to hold more of one
+// response than a window ahead of the socket.
+const coldWindow = 4 << 20
+
+// ColdStats count the cold-read path: how often a span to be sent was
+// resident already, and how often it had to wait for a pool reader.
+type ColdStats struct {
+	Checked   [3]atomic.Int64 // first windows checked before the header, by kind
+	Resident  [3]atomic.Int64 // of those, found resident: sent at once, by kind
+	Waited    atomic.Int64    // windows (first or later) that waited for a pool reader
+	Refused   atomic.Int64    // requests answered 503 + Retry-After: queue full or deadline passed
+	Aborted   atomic.Int64    // later windows not resident in time: connection closed mid-body
+	ProbeErrs atomic.Int64    // residency checks the kernel refused (treated as cold)
+	LoadErrs  atomic.Int64    // pool reads that failed (the send then reports the error)
+	LoadBytes atomic.Int64    // bytes the pool read for waiting requests
+	StillCold atomic.Int64    // windows not resident even after the pool read them (evicted at once, or the file was replaced)
+	WaitNanos atomic.Int64    // sum of request-side waits for the pool (queue + read)
+	WaitCount atomic.Int64    // waits summed in WaitNanos
+}
+
+// beforeBody is the cold path's one hook into the request path: for a GET
+// with a body it makes the first window of the first span resident, so
+// that the response can still be refused with 503 before its header
+// leaves. Later windows are made resident by the body stream (sendSpan).
+func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, spans []ranges.Span) error {
+	if s.cold == nil || !ctx.IsGet() {
+		return nil
+	}
+	sp := ranges.Span{Start: 0, Length: h.Size}
+	if len(spans) > 0 {
+		sp = spans[0]
+	}
+	if sp.Length == 0 {
+		return nil
+	}
+	s.stats.Cold.Checked[k].Add(1)
+	resident, err := s.ensureResident(name, h, firstWindow(sp))
+	if resident {
+		s.stats.Cold.Resident[k].Add(1)
+	}
+	if err != nil {
+		s.stats.Cold.Refused.Add(1)
+	}
+	return err
+}
+
+func firstWindow(sp ranges.Span) ranges.Span {
+	return ranges.Span{Start: sp.Start, Length: min(sp.Length, coldWindow)}
+}
+
+// ensureResident returns once sp of h is in the page cache, waiting for a
+// pool reader when it is not; resident says it was already. Errors are
+// coldread.ErrBusy and coldread.ErrDeadline (answered 503); when the pool
+// has stopped (draining) the span is sent as it is.
+func (s *Server) ensureResident(name string, h *cache.Handle, sp ranges.Span) (resident bool, err error) {
+	ok, err := coldread.Resident(h.Fd(), sp.Start, sp.Length, h.Size)
+	if err != nil {
+		s.stats.Cold.ProbeErrs.Add(1)
+	} else if ok {
+		return true, nil
+	}
+	s.stats.Cold.Waited.Add(1)
+	start := s.cfg.Now()
+	err = s.cold.Do(coldread.Key{Name: name, Off: sp.Start}, func() { s.loadForRequest(name, sp) })
+	s.stats.Cold.WaitNanos.Add(int64(s.cfg.Now().Sub(start)))
+	s.stats.Cold.WaitCount.Add(1)
+	if errors.Is(err, coldread.ErrClosed) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if ok, _ := coldread.Resident(h.Fd(), sp.Start, sp.Length, h.Size); !ok {
+		s.stats.Cold.StillCold.Add(1)
+	}
+	return false, nil
+}
+
+// loadForRequest runs on a pool reader: it reads sp of the file the cache
+// holds for name into a discard buffer. It acquires the file itself rather
+// than borrowing the request's handle, because the request may stop
+// waiting (deadline) and release its handle while the read goes on.
+func (s *Server) loadForRequest(name string, sp ranges.Span) {
+	n, err := s.load(name, sp)
+	s.stats.Cold.LoadBytes.Add(n)
+	if err != nil {
+		s.stats.Cold.LoadErrs.Add(1)
+		if s.coldLog.Allow() {
+			s.log.Warn("cold read failed", "path", name, "off", sp.Start, "err", err)
+		}
+	}
+}
+
+// load makes sp of name resident and returns the bytes it covered.
+func (s *Server) load(name string, sp ranges.Span) (int64, error) {
+	h, err := s.cache.Acquire(name)
+	if err != nil {
+		return 0, err
+	}
+	defer h.Release()
+	n := min(sp.Length, h.Size-sp.Start)
+	if n <= 0 {
+		return 0, nil
+	}
+	bp := s.bufPool.Get().(*[]byte)
+	defer s.bufPool.Put(bp)
+	return n, coldread.Load(h.Fd(), sp.Start, n, *bp)
+}
+
+// sendSpan sends sp through w. With the cold path on it goes window by
+// window, each made resident first (the first window of the first span
+// was, by beforeBody, unless first is false); a window that cannot be made
+// resident in time ends the response, and so the connection.
+func (b *bodyStream) sendSpan(w bodyWriter, sp ranges.Span, first bool) (int64, error) {
+	s := b.srv
+	if s.cold == nil {
+		return w.span(b.h, sp)
+	}
+	var sent int64
+	for sp.Length > 0 {
+		win := firstWindow(sp)
+		if !first {
+			if _, err := s.ensureResident(b.name, b.h, win); err != nil {
+				s.stats.Cold.Aborted.Add(1)
+				return sent, err
+			}
+		}
+		first = false
+		n, err := w.span(b.h, win)
+		sent += n
+		if err != nil {
+			return sent, err
+		}
+		sp.Start += win.Length
+		sp.Length -= win.Length
+	}
+	return sent, nil
+}
+
+// newColdPool builds the pool from cfg (nil when ColdReaders is 0).
+func newColdPool(cfg Config) (*coldread.Pool, error) {
+	if cfg.ColdReaders == 0 {
+		return nil, nil
+	}
+	return coldread.New(coldread.Config{
+		Readers:  cfg.ColdReaders,
+		Queue:    cfg.ColdQueue,
+		Deadline: cfg.ColdDeadline,
+		Now:      cfg.Now,
+	})
+}
+
+// ColdPoolStats returns the cold readers' counters (live), or nil when
+// the cold path is off.
+func (s *Server) ColdPoolStats() *coldread.Stats {
+	if s.cold == nil {
+		return nil
+	}
+	return s.cold.Stats()
+}
