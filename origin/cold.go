@@ -174,3 +174,11 @@ func (s *Server) ColdPoolStats() *coldread.Stats {
 	}
 	return s.cold.Stats()
 }
+
+// ColdReadersBusy is how many cold readers are reading now.
+func (s *Server) ColdReadersBusy() int {
+	if s.cold == nil {
+		return 0
+	}
+	return int(s.cold.Stats().Running.Load())
+}

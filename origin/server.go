@@ -27,12 +27,17 @@ import (
 // Server is a segorigin origin: one fasthttp server over one media root,
 // with its file cache and, when enabled, the watcher that invalidates it.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	root     *os.Root // confines opens to cfg.Root (symlinks included)
-	cache    *cache.Cache
-	watch    *watcher.Watcher // nil when cfg.Watch is false
-	cold     *coldread.Pool   // nil when cfg.ColdReaders is 0
+	cfg   Config
+	log   *slog.Logger
+	root  *os.Root // confines opens to cfg.Root (symlinks included)
+	cache *cache.Cache
+	watch *watcher.Watcher // nil when cfg.Watch is false
+	cold  *coldread.Pool   // nil when cfg.ColdReaders is 0
+	// opens bounds opens and stats in progress (cache misses and
+	// revalidations) to cfg.ColdReaders when the cold path is on: on slow
+	// storage they block their thread too, and a burst of misses must not
+	// grow the thread count. nil: unbounded.
+	opens    chan struct{}
 	http     *fasthttp.Server
 	cors     corsPolicy
 	clientID clientIdentity             // who a request is from (trusted proxies)
@@ -141,6 +146,9 @@ func New(cfg Config) (*Server, error) {
 		root.Close()
 		return nil, fmt.Errorf("origin: %w", err)
 	}
+	if s.cold != nil {
+		s.opens = make(chan struct{}, cfg.ColdReaders)
+	}
 	revalidate := time.Duration(0)
 	if !cfg.Watch {
 		revalidate = cfg.RevalidateEvery
@@ -219,6 +227,10 @@ func (s *Server) open(name string) (*os.File, error) {
 	// writer appears; with it the open returns and the cache refuses the
 	// FIFO as not a regular file. Regular files ignore the flag.
 	const flags = os.O_RDONLY | syscall.O_NONBLOCK
+	if s.opens != nil {
+		s.opens <- struct{}{}
+		defer func() { <-s.opens }()
+	}
 	if s.cfg.FollowSymlinks {
 		return os.OpenFile(filepath.Join(s.cfg.Root, filepath.FromSlash(name)), flags, 0)
 	}
@@ -228,6 +240,10 @@ func (s *Server) open(name string) (*os.File, error) {
 func (s *Server) stat(name string) (fs.FileInfo, error) {
 	if name == "" {
 		name = "."
+	}
+	if s.opens != nil {
+		s.opens <- struct{}{}
+		defer func() { <-s.opens }()
 	}
 	if s.cfg.FollowSymlinks {
 		return os.Stat(filepath.Join(s.cfg.Root, filepath.FromSlash(name)))
