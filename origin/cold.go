@@ -37,7 +37,8 @@ type ColdStats struct {
 // beforeBody is the cold path's one hook into the request path: for a GET
 // with a body it makes the first window of the first span resident, so
 // that the response can still be refused with 503 before its header
-// leaves. Later windows are made resident by the body stream (sendSpan).
+// leaves, and tells read-ahead what was asked for. Later windows are made
+// resident by the body stream (sendSpan).
 func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, spans []ranges.Span) error {
 	if s.cold == nil || !ctx.IsGet() {
 		return nil
@@ -56,8 +57,12 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 	}
 	if err != nil {
 		s.stats.Cold.Refused.Add(1)
+		return err
 	}
-	return err
+	if s.ra != nil {
+		s.ra.served(ctx, name, k, h, sp, resident)
+	}
+	return nil
 }
 
 func firstWindow(sp ranges.Span) ranges.Span {
@@ -100,10 +105,16 @@ func (s *Server) loadForRequest(name string, sp ranges.Span) {
 	n, err := s.load(name, sp)
 	s.stats.Cold.LoadBytes.Add(n)
 	if err != nil {
-		s.stats.Cold.LoadErrs.Add(1)
-		if s.coldLog.Allow() {
-			s.log.Warn("cold read failed", "path", name, "off", sp.Start, "err", err)
-		}
+		s.loadFailed(name, sp.Start, err)
+	}
+}
+
+// loadFailed counts and (rate-limited) logs a cold or read-ahead read
+// that failed.
+func (s *Server) loadFailed(name string, off int64, err error) {
+	s.stats.Cold.LoadErrs.Add(1)
+	if s.coldLog.Allow() {
+		s.log.Warn("cold read failed", "path", name, "off", off, "err", err)
 	}
 }
 
@@ -159,10 +170,12 @@ func newColdPool(cfg Config) (*coldread.Pool, error) {
 		return nil, nil
 	}
 	return coldread.New(coldread.Config{
-		Readers:  cfg.ColdReaders,
-		Queue:    cfg.ColdQueue,
-		Deadline: cfg.ColdDeadline,
-		Now:      cfg.Now,
+		Readers:         cfg.ColdReaders,
+		Background:      cfg.ReadAhead.Readers,
+		Queue:           cfg.ColdQueue,
+		BackgroundQueue: cfg.ReadAhead.Queue,
+		Deadline:        cfg.ColdDeadline,
+		Now:             cfg.Now,
 	})
 }
 

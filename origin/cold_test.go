@@ -117,6 +117,7 @@ func TestColdBurstKeepsThreadsBoundedAndPlaylistsServed(t *testing.T) {
 			f := coldRig(t, n, size)
 			ts := startServer(t, f.Dir(), func(c *origin.Config) {
 				c.ColdReaders, c.ColdQueue, c.ColdDeadline = tc.readers, n, time.Minute
+				c.ReadAhead.Readers = 0 // the pool alone
 				c.Watch = false
 			})
 			mustBody(t, ts.get("/v/index.m3u8"), []byte(playlistFor(n)), "playlist before the burst")
@@ -170,6 +171,7 @@ func TestColdQueueFullAnswers503(t *testing.T) {
 	f := coldRig(t, 3, size)
 	ts := startServer(t, f.Dir(), func(c *origin.Config) {
 		c.ColdReaders, c.ColdQueue, c.ColdDeadline = 1, 1, time.Minute
+		c.ReadAhead.Readers = 0
 		c.Watch = false
 	})
 	f.Hold()
@@ -213,6 +215,7 @@ func TestColdDeadlineAnswers503(t *testing.T) {
 	f := coldRig(t, 1, 64<<10)
 	ts := startServer(t, f.Dir(), func(c *origin.Config) {
 		c.ColdReaders, c.ColdQueue, c.ColdDeadline = 1, 4, time.Millisecond
+		c.ReadAhead.Readers = 0
 		c.Watch = false
 	})
 	f.Hold()

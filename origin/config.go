@@ -125,6 +125,9 @@ type Config struct {
 	// ColdDeadline bounds one request's wait for a cold reader; past it,
 	// 503 with Retry-After (or, mid-body, the connection closes).
 	ColdDeadline time.Duration
+	// ReadAhead configures reading ahead like a player, on the cold
+	// readers (see ReadAheadConfig).
+	ReadAhead ReadAheadConfig
 
 	// DisableSendfile forces the userspace copy body path on plain TCP
 	// (for diagnosis and for comparison benchmarks).
@@ -219,9 +222,13 @@ func DefaultConfig() Config {
 		ColdReaders:             16,
 		ColdQueue:               1024,
 		ColdDeadline:            5 * time.Second,
-		ClientIPHeader:          ClientIPHeaderXFF,
-		ServerName:              "segorigin",
-		TLS:                     TLSConfig{KTLS: KTLSAuto, ReloadEvery: 5 * time.Second},
+		ReadAhead: ReadAheadConfig{
+			Readers: 4, Queue: 256, MaxBytes: 8 << 20,
+			Playlist: true, ByteRange: true, Template: true, Sidx: true, CMCD: true,
+		},
+		ClientIPHeader: ClientIPHeaderXFF,
+		ServerName:     "segorigin",
+		TLS:            TLSConfig{KTLS: KTLSAuto, ReloadEvery: 5 * time.Second},
 		Auth: AuthConfig{
 			PathPrefix:    "t",
 			QueryParam:    "token",
@@ -267,6 +274,18 @@ func (c *Config) validate() error {
 	}
 	if c.ColdReaders > 0 && (c.ColdQueue < 0 || c.ColdDeadline < time.Millisecond) {
 		errs = append(errs, fmt.Errorf("cold-queue %d, cold-deadline %v: want >= 0 and >= 1ms", c.ColdQueue, c.ColdDeadline))
+	}
+	if ra := c.ReadAhead; ra.Readers > 0 {
+		switch {
+		case c.ColdReaders == 0:
+			// Read-ahead runs on the cold readers: off with them.
+			c.ReadAhead.Readers = 0
+		case ra.Readers >= c.ColdReaders:
+			// At least one reader must be left for waiting requests.
+			errs = append(errs, fmt.Errorf("readahead-readers: %d, want < cold-readers (%d)", ra.Readers, c.ColdReaders))
+		case ra.Queue < 1 || ra.MaxBytes < 1:
+			errs = append(errs, fmt.Errorf("readahead-queue %d, readahead-max-bytes %d: want >= 1", ra.Queue, ra.MaxBytes))
+		}
 	}
 	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.MaxRequestsPerConn < 0 {
 		errs = append(errs, errors.New("max-conns, max-conns-per-ip, max-requests-per-conn: want >= 0"))

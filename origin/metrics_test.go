@@ -38,6 +38,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		`segorigin_root_unavailable_total 0`,
 		`segorigin_file_responses_total{kind="segment"} 2`,
 		`segorigin_cache_operations_total{op="hit"} 1`,
+		`segorigin_cold_checked_total{kind="segment"} 2`,
+		`segorigin_cold_resident_total{kind="segment"} 2`,
 		`segorigin_cache_operations_total{op="negative_hit"} 0`,
 		`segorigin_response_seconds_count{kind="segment"} 2`,
 		`segorigin_watcher_degraded 0`,

@@ -33,6 +33,7 @@ type Server struct {
 	cache *cache.Cache
 	watch *watcher.Watcher // nil when cfg.Watch is false
 	cold  *coldread.Pool   // nil when cfg.ColdReaders is 0
+	ra    *readAhead       // nil when read-ahead is off
 	// opens bounds opens and stats in progress (cache misses and
 	// revalidations) to cfg.ColdReaders when the cold path is on: on slow
 	// storage they block their thread too, and a burst of misses must not
@@ -148,6 +149,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if s.cold != nil {
 		s.opens = make(chan struct{}, cfg.ColdReaders)
+		if cfg.ReadAhead.Readers > 0 {
+			if s.ra, err = newReadAhead(s); err != nil {
+				root.Close()
+				return nil, fmt.Errorf("origin: read-ahead: %w", err)
+			}
+		}
 	}
 	revalidate := time.Duration(0)
 	if !cfg.Watch {
@@ -169,7 +176,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Watch {
 		s.watch, err = watcher.New(watcher.Config{
 			Root:       abs,
-			Target:     s.cache,
+			Target:     invalidator{s},
 			Logger:     s.log,
 			OnDegraded: s.onWatchDegraded,
 		})
@@ -181,6 +188,31 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.http = s.newFastHTTP()
 	return s, nil
+}
+
+// invalidator hands the watcher's invalidations to the file cache and to
+// read-ahead's index of what playlists and sidx boxes say.
+type invalidator struct{ s *Server }
+
+func (v invalidator) Invalidate(name string) {
+	v.s.cache.Invalidate(name)
+	if v.s.ra != nil {
+		v.s.ra.forget(name)
+	}
+}
+
+func (v invalidator) InvalidatePrefix(dir string) {
+	v.s.cache.InvalidatePrefix(dir)
+	if v.s.ra != nil {
+		v.s.ra.forgetAll() // rare (a directory renamed): start over
+	}
+}
+
+func (v invalidator) InvalidateAll() {
+	v.s.cache.InvalidateAll()
+	if v.s.ra != nil {
+		v.s.ra.forgetAll()
+	}
 }
 
 // onWatchDegraded switches the cache to stat revalidation while the watcher

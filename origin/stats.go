@@ -39,6 +39,7 @@ type Stats struct {
 	Auth      AuthStats
 	TLS       TLSStats
 	Cold      ColdStats
+	ReadAhead ReadAheadStats
 }
 
 // TransportStats count which body path served each response body, and the

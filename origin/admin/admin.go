@@ -58,6 +58,10 @@ var metricDescs = map[string]*prometheus.Desc{
 	"cold_events":   newDesc("cold_events_total", "Cold-read outcomes: refused (503), aborted (mid-body), probe_error, load_error, still_cold, joined.", "event"),
 	"cold_bytes":    newDesc("cold_read_bytes_total", "Bytes the cold readers read for waiting requests."),
 	"cold_running":  newDesc("cold_readers_busy", "Cold readers reading now."),
+	"ra_predicted":  newDesc("readahead_predicted_total", "Read-ahead predictions handed to the cold readers, by source.", "source"),
+	"ra_events":     newDesc("readahead_total", "What became of read-ahead: issued (read into the page cache), hit, wasted (evicted before its request), unused (never requested), resident (nothing to read), missing, dropped (no room).", "outcome"),
+	"ra_bytes":      newDesc("readahead_bytes_total", "Bytes read ahead."),
+	"ra_indexed":    newDesc("readahead_indexed_total", "Playlists and sidx boxes parsed for read-ahead, and those that failed.", "result"),
 	"watch_events":  newDesc("watcher_events_total", "File system events the watcher processed."),
 	"watch_overflw": newDesc("watcher_overflows_total", "fsnotify event-queue overflows."),
 	"watch_dirs":    newDesc("watcher_directories", "Directories watched."),
@@ -167,6 +171,20 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		counter("cold_bytes", cold.LoadBytes.Load())
 		gauge("cold_running", float64(ps.Running.Load()))
+	}
+	if ra := c.s.ReadAheadStats(); ra != nil {
+		for src := range ra.Predicted {
+			counter("ra_predicted", ra.Predicted[src].Load(), origin.ReadAheadSource(src))
+		}
+		for outcome, v := range map[string]*atomic.Int64{
+			"issued": &ra.Issued, "hit": &ra.Hit, "wasted": &ra.Wasted, "unused": &ra.Unused,
+			"resident": &ra.Resident, "missing": &ra.Missing, "dropped": &ra.Dropped,
+		} {
+			counter("ra_events", v.Load(), outcome)
+		}
+		counter("ra_bytes", ra.Bytes.Load())
+		counter("ra_indexed", ra.Indexed.Load(), "ok")
+		counter("ra_indexed", ra.IndexErrs.Load(), "error")
 	}
 	cs := c.s.CacheStats()
 	for op, v := range map[string]uint64{

@@ -1,0 +1,472 @@
+package origin
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/valyala/fasthttp"
+
+	"segorigin/cache"
+	"segorigin/coldread"
+	"segorigin/predict"
+	"segorigin/ranges"
+)
+
+// ReadAheadConfig says what to read ahead. Read-ahead runs on the cold
+// readers (Config.ColdReaders), so it is off when they are.
+type ReadAheadConfig struct {
+	// Readers is how many cold readers may read ahead at once; the others
+	// only serve waiting requests. 0 turns read-ahead off.
+	Readers int
+	// Queue bounds predictions waiting for a reader; more are dropped.
+	Queue int
+	// MaxBytes bounds what one prediction reads (a longer object is read
+	// ahead up to it).
+	MaxBytes int64
+	// The sources, each on by default: the next segment of the HLS media
+	// playlist that lists the one served (Playlist), its next
+	// EXT-X-BYTERANGE span (ByteRange), the next DASH SegmentTemplate
+	// number (Template), the next sidx subsegment of an on-demand file
+	// (Sidx), and the object CMCD nor/nrr names (CMCD).
+	Playlist, ByteRange, Template, Sidx, CMCD bool
+}
+
+// raSource names where a prediction came from.
+type raSource int
+
+const (
+	srcPlaylist raSource = iota
+	srcByteRange
+	srcTemplate
+	srcSidx
+	srcCMCD
+	numSources
+)
+
+func (s raSource) String() string {
+	return [...]string{"playlist", "byterange", "template", "sidx", "cmcd"}[s]
+}
+
+// ReadAheadStats count predictions and what became of them.
+type ReadAheadStats struct {
+	Predicted [numSources]atomic.Int64 // predictions handed to the pool, by source
+	Dropped   atomic.Int64             // predictions the pool had no room for
+	Missing   atomic.Int64             // predicted objects that do not exist (a numbering guess past the end)
+	Resident  atomic.Int64             // predicted objects already resident: nothing to read
+	Issued    atomic.Int64             // predictions read into the page cache
+	Bytes     atomic.Int64             // bytes those reads covered
+	Hit       atomic.Int64             // requests for a read-ahead object that found it resident
+	Wasted    atomic.Int64             // requests for a read-ahead object that found it evicted again
+	Unused    atomic.Int64             // read-ahead objects never requested before being forgotten
+	Indexed   atomic.Int64             // playlists and sidx boxes parsed
+	IndexErrs atomic.Int64             // playlists and sidx boxes that could not be read or parsed
+}
+
+const (
+	raIssuedMax   = 8192             // read-ahead objects remembered until requested
+	raIndexMax    = 4096             // directories and files whose playlists / sidx are remembered
+	raIndexTTL    = 30 * time.Second // re-read a directory's playlists after this even without an event
+	raPlaylistMax = 1 << 20          // largest playlist read
+	raPlaylists   = 32               // most playlists read per directory
+	raSidxMax     = 1 << 20          // largest sidx read
+	raBoxesMax    = 16               // top-level boxes walked looking for the sidx
+)
+
+// readAhead predicts, from what the media says, the object a player asks
+// for next, and makes it resident on the cold readers in the background.
+// Its state is three bounded LRUs, each safe for concurrent use.
+type readAhead struct {
+	cfg   ReadAheadConfig
+	srv   *Server
+	stats *ReadAheadStats
+
+	dirs   *lru.Cache[string, *dirIndex]  // directory → what its playlists say
+	sidx   *lru.Cache[string, *sidxIndex] // file → its subsegments
+	issued *lru.Cache[raKey, bool]        // read-ahead objects not yet requested (value: read by us)
+}
+
+// dirIndex is what the media playlists of one directory list. A nil media
+// slice with building set means a reader is parsing them.
+type dirIndex struct {
+	media    []*predict.Media
+	etags    map[string]string // playlist name → ETag when parsed
+	built    time.Time
+	building bool
+}
+
+// raKey names a read-ahead object as its request will: file and first byte.
+type raKey struct {
+	name string
+	off  int64
+}
+
+type sidxIndex struct {
+	etag  string
+	spans []predict.Entry // nil: the file has no sidx
+}
+
+func newReadAhead(s *Server) (*readAhead, error) {
+	ra := &readAhead{cfg: s.cfg.ReadAhead, srv: s, stats: &s.stats.ReadAhead}
+	var err error
+	if ra.dirs, err = lru.New[string, *dirIndex](raIndexMax); err != nil {
+		return nil, err
+	}
+	if ra.sidx, err = lru.New[string, *sidxIndex](raIndexMax); err != nil {
+		return nil, err
+	}
+	ra.issued, err = lru.NewWithEvict(raIssuedMax, func(_ raKey, loaded bool) {
+		if loaded {
+			ra.stats.Unused.Add(1)
+		}
+	})
+	return ra, err
+}
+
+// served is called for every GET body the cold path checked: it scores
+// earlier predictions against this request and predicts the next one.
+func (ra *readAhead) served(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, sp ranges.Span, resident bool) {
+	key := raKey{name, sp.Start}
+	if loaded, ok := ra.issued.Peek(key); ok {
+		ra.issued.Remove(key) // not counted as unused: its request came
+		if loaded && resident {
+			ra.stats.Hit.Add(1)
+		} else if loaded {
+			ra.stats.Wasted.Add(1)
+		}
+	}
+	switch k {
+	case kindPlaylist:
+		ra.playlistServed(name, h.ETag)
+		return
+	case kindSegment:
+	default:
+		return
+	}
+	if ra.cfg.CMCD {
+		if t, ok := ra.fromCMCD(ctx, name, h); ok {
+			ra.submit(t, srcCMCD)
+		}
+	}
+	listed := false
+	if ra.cfg.Playlist || ra.cfg.ByteRange {
+		var t predict.Entry
+		if t, listed = ra.fromPlaylist(name, sp.Start); listed && t.Name != "" {
+			src := srcPlaylist
+			if t.Len >= 0 {
+				src = srcByteRange
+			}
+			if (src == srcPlaylist && ra.cfg.Playlist) || (src == srcByteRange && ra.cfg.ByteRange) {
+				ra.submit(t, src)
+			}
+		}
+	}
+	if ra.cfg.Sidx && !listed && (sp.Start != 0 || sp.Length != h.Size) && onDemandFile(name) {
+		if t, ok := ra.fromSidx(name, h, sp); ok {
+			ra.submit(t, srcSidx)
+		}
+	}
+	if ra.cfg.Template && !listed && sp.Start == 0 && sp.Length == h.Size {
+		// Only for whole files a playlist does not list: the numbering
+		// is a guess, and a playlist that lists the file knows better.
+		if next, ok := predict.NextNumber(name); ok {
+			ra.submit(predict.Entry{Name: next, Off: 0, Len: -1}, srcTemplate)
+		}
+	}
+}
+
+// submit hands a prediction to the pool unless it was made recently.
+func (ra *readAhead) submit(t predict.Entry, src raSource) {
+	if ra.issued.Contains(raKey{t.Name, t.Off}) {
+		return
+	}
+	if ra.srv.cold.Go(coldread.Key{Name: t.Name, Off: t.Off}, func() { ra.prefetch(t) }) {
+		ra.stats.Predicted[src].Add(1)
+	} else {
+		ra.stats.Dropped.Add(1)
+	}
+}
+
+// prefetch runs on a cold reader: it makes t resident (up to MaxBytes)
+// and remembers it, to score the request that should follow.
+func (ra *readAhead) prefetch(t predict.Entry) {
+	h, err := ra.srv.cache.Acquire(t.Name)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			ra.stats.Missing.Add(1)
+		}
+		ra.issued.Add(raKey{t.Name, t.Off}, false)
+		return
+	}
+	defer h.Release()
+	n := t.Len
+	if n < 0 || t.Off+n > h.Size {
+		n = h.Size - t.Off
+	}
+	n = min(n, ra.cfg.MaxBytes)
+	if n <= 0 {
+		return
+	}
+	if ok, err := coldread.Resident(h.Fd(), t.Off, n, h.Size); err == nil && ok {
+		ra.stats.Resident.Add(1)
+		ra.issued.Add(raKey{t.Name, t.Off}, false)
+		return
+	}
+	bp := ra.srv.bufPool.Get().(*[]byte)
+	defer ra.srv.bufPool.Put(bp)
+	if err := coldread.Load(h.Fd(), t.Off, n, *bp); err != nil {
+		ra.srv.loadFailed(t.Name, t.Off, err)
+		return
+	}
+	ra.stats.Issued.Add(1)
+	ra.stats.Bytes.Add(n)
+	ra.issued.Add(raKey{t.Name, t.Off}, true)
+}
+
+// fromCMCD reads CTA-5004 nor/nrr from the CMCD query argument or the
+// CMCD-Request header: nor names the next object (relative to this one),
+// nrr its range, or this object's next range when nor is absent.
+func (ra *readAhead) fromCMCD(ctx *fasthttp.RequestCtx, name string, h *cache.Handle) (predict.Entry, bool) {
+	v := ctx.QueryArgs().Peek("CMCD")
+	if len(v) == 0 {
+		v = ctx.Request.Header.Peek("CMCD-Request")
+	}
+	if len(v) == 0 {
+		return predict.Entry{}, false
+	}
+	c := predict.ParseCMCD(string(v))
+	t := predict.Entry{Name: name, Off: 0, Len: -1}
+	if c.Next != "" {
+		var ok bool
+		if t.Name, ok = predict.Resolve(name, c.Next); !ok {
+			return predict.Entry{}, false
+		}
+	} else if !c.HasRange {
+		return predict.Entry{}, false
+	}
+	if c.HasRange {
+		t.Off, t.Len = c.Off, c.Len
+	}
+	return t, true
+}
+
+// fromPlaylist looks the served span up in its directory's playlists.
+// listed says a playlist lists it (t.Name is "" at the end of the list).
+// Without an index yet it asks a reader to build one and says nothing.
+func (ra *readAhead) fromPlaylist(name string, off int64) (t predict.Entry, listed bool) {
+	dir := path.Dir(name)
+	di, ok := ra.dirs.Get(dir)
+	if !ok || (!di.building && ra.srv.cfg.Now().Sub(di.built) > raIndexTTL) {
+		ra.buildDir(dir)
+		return predict.Entry{}, false
+	}
+	for _, m := range di.media {
+		if next, ok := m.Next(name, off); ok {
+			return next, true
+		}
+		if last := m.Entries; len(last) > 0 && last[len(last)-1].Name == name && last[len(last)-1].Off == off {
+			return predict.Entry{}, true
+		}
+	}
+	return predict.Entry{}, false
+}
+
+// buildDir asks a reader to parse dir's media playlists, unless one is.
+func (ra *readAhead) buildDir(dir string) {
+	if di, ok := ra.dirs.Peek(dir); ok && di.building {
+		return
+	}
+	ra.dirs.Add(dir, &dirIndex{building: true})
+	if !ra.srv.cold.Go(coldread.Key{Name: dir + "/", Off: -1}, func() { ra.indexDir(dir) }) {
+		ra.dirs.Remove(dir)
+	}
+}
+
+// indexDir runs on a cold reader: read and parse dir's playlists.
+func (ra *readAhead) indexDir(dir string) {
+	di := &dirIndex{etags: map[string]string{}, built: ra.srv.cfg.Now()}
+	names, err := ra.srv.listPlaylists(dir, raPlaylists)
+	if err != nil {
+		ra.stats.IndexErrs.Add(1)
+	}
+	for _, pl := range names {
+		data, etag, err := ra.srv.readSmall(pl, raPlaylistMax)
+		if err != nil {
+			ra.stats.IndexErrs.Add(1)
+			continue
+		}
+		di.etags[pl] = etag
+		m, err := predict.ParseMedia(pl, data)
+		if err != nil {
+			continue // a master playlist, or not a playlist at all
+		}
+		ra.stats.Indexed.Add(1)
+		di.media = append(di.media, m)
+	}
+	ra.dirs.Add(dir, di)
+}
+
+// playlistServed re-reads a directory's playlists when one of them was
+// served with another ETag than the one parsed (a live playlist grew).
+// A player fetches the playlist before its segments: index its directory
+// now, so the first segment request already finds the next one.
+func (ra *readAhead) playlistServed(name, etag string) {
+	if !ra.cfg.Playlist && !ra.cfg.ByteRange {
+		return
+	}
+	dir := path.Dir(name)
+	di, ok := ra.dirs.Peek(dir)
+	switch {
+	case !ok:
+		ra.buildDir(dir)
+	case di.building:
+	case di.etags[name] != etag:
+		ra.buildDir(dir)
+	}
+}
+
+// onDemandFile: the extensions a DASH SegmentBase (on-demand) file has,
+// whose sidx indexes the whole file. Segments (.m4s) may carry a sidx too,
+// but it indexes only themselves.
+func onDemandFile(name string) bool {
+	switch path.Ext(name) {
+	case ".mp4", ".m4a", ".m4v", ".cmfv", ".cmfa":
+		return true
+	}
+	return false
+}
+
+// fromSidx finds the subsegment after sp in name's sidx; without an index
+// yet it asks a reader to build one.
+func (ra *readAhead) fromSidx(name string, h *cache.Handle, sp ranges.Span) (predict.Entry, bool) {
+	si, ok := ra.sidx.Get(name)
+	if !ok || si.etag != h.ETag {
+		ra.sidx.Add(name, &sidxIndex{etag: h.ETag}) // marker: being read
+		etag := h.ETag
+		if !ra.srv.cold.Go(coldread.Key{Name: name, Off: -1}, func() { ra.indexSidx(name, etag) }) {
+			ra.sidx.Remove(name)
+			ra.stats.Dropped.Add(1)
+		}
+		return predict.Entry{}, false
+	}
+	next, ok := predict.NextSpan(si.spans, sp.Start+sp.Length)
+	next.Name = name
+	return next, ok
+}
+
+// indexSidx runs on a cold reader: walk name's top-level boxes to its
+// sidx and parse it.
+func (ra *readAhead) indexSidx(name, etag string) {
+	h, err := ra.srv.cache.Acquire(name)
+	if err != nil {
+		ra.sidx.Remove(name)
+		return
+	}
+	defer h.Release()
+	var hdr [16]byte
+	for off, i := int64(0), 0; i < raBoxesMax && off < h.Size; i++ {
+		n, err := h.File.ReadAt(hdr[:], off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			break
+		}
+		typ, size, _, err := predict.ParseBoxHeader(hdr[:n])
+		if err != nil || size == 0 {
+			break
+		}
+		if typ == "moof" || typ == "mdat" {
+			break // media before any sidx: not an indexed on-demand file
+		}
+		if typ != "sidx" {
+			off += size
+			continue
+		}
+		if size > raSidxMax {
+			break
+		}
+		box := make([]byte, size)
+		if _, err := h.File.ReadAt(box, off); err != nil {
+			break
+		}
+		spans, err := predict.ParseSidx(box, off)
+		if err != nil {
+			break
+		}
+		ra.stats.Indexed.Add(1)
+		ra.sidx.Add(name, &sidxIndex{etag: etag, spans: spans})
+		return
+	}
+	ra.sidx.Add(name, &sidxIndex{etag: etag}) // no sidx: remember, to not look again
+}
+
+// forget drops what the index says about name (the watcher saw it change).
+func (ra *readAhead) forget(name string) {
+	ra.sidx.Remove(name)
+	if strings.HasSuffix(name, ".m3u8") {
+		ra.dirs.Remove(path.Dir(name))
+	}
+}
+
+// forgetAll drops every index.
+func (ra *readAhead) forgetAll() {
+	ra.sidx.Purge()
+	ra.dirs.Purge()
+}
+
+// listPlaylists names up to max .m3u8 files in dir (a clean relative
+// directory, "." for the root), under the same confinement as opens.
+func (s *Server) listPlaylists(dir string, max int) ([]string, error) {
+	var fsys fs.FS = s.root.FS()
+	if s.cfg.FollowSymlinks {
+		fsys = os.DirFS(s.cfg.Root)
+	}
+	ents, err := fs.ReadDir(fsys, dir)
+	var names []string
+	for _, e := range ents {
+		if len(names) == max {
+			break
+		}
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".m3u8") {
+			names = append(names, path.Join(dir, e.Name()))
+		}
+	}
+	return names, err
+}
+
+// readSmall reads the whole of name, refusing files over max bytes, and
+// returns its ETag with it.
+func (s *Server) readSmall(name string, max int64) ([]byte, string, error) {
+	h, err := s.cache.Acquire(name)
+	if err != nil {
+		return nil, "", err
+	}
+	defer h.Release()
+	if h.Size > max {
+		return nil, "", fmt.Errorf("%s: %d bytes, more than %d", name, h.Size, max)
+	}
+	b := make([]byte, h.Size)
+	n, err := h.File.ReadAt(b, 0)
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return b[:n], h.ETag, err
+}
+
+// ReadAheadStats returns read-ahead's counters (live), or nil when it is
+// off.
+func (s *Server) ReadAheadStats() *ReadAheadStats {
+	if s.ra == nil {
+		return nil
+	}
+	return &s.stats.ReadAhead
+}
+
+// ReadAheadSource names the source counted at index i of
+// ReadAheadStats.Predicted, for metric labels.
+func ReadAheadSource(i int) string { return raSource(i).String() }
