@@ -17,6 +17,9 @@ var ErrBusy = errors.New("coldread: reader queue full")
 // runs; only this caller stopped waiting.
 var ErrDeadline = errors.New("coldread: read not done before the deadline")
 
+// ErrQueued: a background job for the key is queued or running already.
+var ErrQueued = errors.New("coldread: already queued")
+
 // ErrClosed: Run has returned; the pool runs nothing more.
 var ErrClosed = errors.New("coldread: pool not running")
 
@@ -31,9 +34,9 @@ type Config struct {
 	// Readers is how many goroutines may block on storage at once: the OS
 	// threads cold reads can hold. At least 1.
 	Readers int
-	// Background is how many of the Readers may run background work
-	// (read-ahead) at once; the other Readers only ever serve demand, so
-	// read-ahead cannot starve a waiting request. 0 disables background
+	// Background is how many of the Readers run background work
+	// (read-ahead), before demand when both wait; the other Readers only
+	// ever serve demand, so read-ahead cannot starve a waiting request. 0 disables background
 	// work; at most Readers.
 	Background int
 	// Queue bounds demand jobs waiting for a reader (beyond it: ErrBusy).
@@ -54,7 +57,7 @@ type Stats struct {
 	Busy           atomic.Int64 // Do calls refused: queue full
 	Deadline       atomic.Int64 // Do calls that stopped waiting at the deadline
 	Background     atomic.Int64 // background jobs run
-	Dropped        atomic.Int64 // background jobs dropped: queue full or already queued
+	Dropped        atomic.Int64 // background jobs dropped: queue full (or background work off)
 	QueueWaitNanos atomic.Int64 // sum over demand jobs of enqueue-to-start time
 	Running        atomic.Int64 // jobs running now
 }
@@ -70,6 +73,7 @@ type job struct {
 // New, start its readers with Run.
 type Pool struct {
 	cfg    Config
+	urgent chan *job // bounded by cfg.Queue: demand that goes first (playlists)
 	demand chan *job // bounded by cfg.Queue
 	bg     chan *job // bounded by cfg.BackgroundQueue
 	stats  Stats
@@ -103,6 +107,7 @@ func New(cfg Config) (*Pool, error) {
 	}
 	return &Pool{
 		cfg:      cfg,
+		urgent:   make(chan *job, cfg.Queue),
 		demand:   make(chan *job, cfg.Queue),
 		bg:       make(chan *job, cfg.BackgroundQueue),
 		inflight: map[Key]*job{},
@@ -124,7 +129,11 @@ func (p *Pool) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for i := range p.cfg.Readers {
 		mixed := i < p.cfg.Background
-		wg.Go(func() { p.reader(ctx, mixed) })
+		// With two readers or more that background work may not take,
+		// the last serves urgent jobs only, so a playlist never waits
+		// behind a burst of cold segments and demand keeps a reader.
+		urgentOnly := i == p.cfg.Readers-1 && p.cfg.Readers-p.cfg.Background >= 2
+		wg.Go(func() { p.reader(ctx, mixed, urgentOnly) })
 	}
 	wg.Wait()
 	p.mu.Lock()
@@ -132,16 +141,27 @@ func (p *Pool) Run(ctx context.Context) {
 	p.mu.Unlock()
 }
 
-// reader runs jobs until ctx is done. A mixed reader prefers demand and
-// takes background work only when no demand waits.
-func (p *Pool) reader(ctx context.Context, mixed bool) {
-	bg := p.bg
+// reader runs jobs until ctx is done: urgent first, then demand. A mixed
+// reader takes background work before demand: read-ahead keeps its
+// readers through a burst of cold requests (which is when it matters),
+// and demand keeps the Readers-Background readers that never take it.
+func (p *Pool) reader(ctx context.Context, mixed, urgentOnly bool) {
+	bg, demand := p.bg, p.demand
 	if !mixed {
-		bg = nil // a nil channel is never ready: demand only
+		bg = nil // a nil channel is never ready
+	}
+	if urgentOnly {
+		demand = nil
 	}
 	for {
 		select {
-		case j := <-p.demand:
+		case j := <-bg:
+			p.runBackground(j)
+			continue
+		default:
+		}
+		select {
+		case j := <-p.urgent:
 			p.runDemand(j)
 			continue
 		case <-ctx.Done():
@@ -149,7 +169,20 @@ func (p *Pool) reader(ctx context.Context, mixed bool) {
 		default:
 		}
 		select {
-		case j := <-p.demand:
+		case j := <-p.urgent:
+			p.runDemand(j)
+			continue
+		case j := <-demand:
+			p.runDemand(j)
+			continue
+		case <-ctx.Done():
+			return
+		default:
+		}
+		select {
+		case j := <-p.urgent:
+			p.runDemand(j)
+		case j := <-demand:
 			p.runDemand(j)
 		case j := <-bg:
 			p.runBackground(j)
@@ -182,8 +215,10 @@ func (p *Pool) run(j *job, listed map[Key]*job, ran *atomic.Int64) {
 
 // Do runs fn on a reader and waits for it, at most cfg.Deadline. If a job
 // for key is already queued or running, Do waits for that one instead and
-// fn is not run. fn must not call the pool.
-func (p *Pool) Do(key Key, fn func()) error {
+// fn is not run. An urgent job goes before every other, and has a reader
+// of its own when two or more readers never take background work. fn must
+// not call the pool.
+func (p *Pool) Do(key Key, urgent bool, fn func()) error {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
@@ -192,8 +227,12 @@ func (p *Pool) Do(key Key, fn func()) error {
 	j, joined := p.inflight[key]
 	if !joined {
 		j = &job{key: key, fn: fn, enq: p.cfg.Now(), done: make(chan struct{})}
+		q := p.demand
+		if urgent {
+			q = p.urgent
+		}
 		select {
-		case p.demand <- j:
+		case q <- j:
 			p.inflight[key] = j
 		default:
 			p.mu.Unlock()
@@ -216,23 +255,29 @@ func (p *Pool) Do(key Key, fn func()) error {
 	}
 }
 
-// Go queues fn as background work and returns at once. It reports false,
-// counting a drop, when background work is off, its queue is full, a job
-// for key is already queued, or Run has returned.
-func (p *Pool) Go(key Key, fn func()) bool {
+// Go queues fn as background work and returns at once: nil when queued,
+// ErrQueued when a job for key is queued or running already, ErrBusy
+// (counted as a drop) when background work is off or its queue is full,
+// ErrClosed after Run returned.
+func (p *Pool) Go(key Key, fn func()) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stopped || p.cfg.Background == 0 || p.bgKeys[key] != nil {
+	switch {
+	case p.stopped:
+		return ErrClosed
+	case p.bgKeys[key] != nil:
+		return ErrQueued
+	case p.cfg.Background == 0:
 		p.stats.Dropped.Add(1)
-		return false
+		return ErrBusy
 	}
 	j := &job{key: key, fn: fn}
 	select {
 	case p.bg <- j:
 		p.bgKeys[key] = j
-		return true
+		return nil
 	default:
 		p.stats.Dropped.Add(1)
-		return false
+		return ErrBusy
 	}
 }

@@ -58,18 +58,18 @@ func TestDoAfterRunIsClosed(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	p.Run(ctx)
-	if err := p.Do(Key{"a", 0}, func() {}); !errors.Is(err, ErrClosed) {
+	if err := p.Do(Key{"a", 0}, false, func() {}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Do after Run = %v, want ErrClosed", err)
 	}
-	if p.Go(Key{"a", 0}, func() {}) {
-		t.Error("Go after Run = true, want false")
+	if err := p.Go(Key{"a", 0}, func() {}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Go after Run = %v, want ErrClosed", err)
 	}
 }
 
 func TestDoRunsAndWaits(t *testing.T) {
 	p := startPool(t, Config{Readers: 2, Queue: 4, Deadline: 10 * time.Second})
 	var ran atomic.Bool
-	if err := p.Do(Key{"a", 0}, func() { ran.Store(true) }); err != nil {
+	if err := p.Do(Key{"a", 0}, false, func() { ran.Store(true) }); err != nil {
 		t.Fatalf("Do = %v, want nil", err)
 	}
 	if !ran.Load() {
@@ -90,7 +90,7 @@ func TestConcurrentDoSharesOneRead(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 10)
 	for i := range errs {
-		wg.Go(func() { errs[i] = p.Do(Key{"seg.ts", 0}, fn) })
+		wg.Go(func() { errs[i] = p.Do(Key{"seg.ts", 0}, false, fn) })
 	}
 	waitFor(t, "nine joiners", func() bool { return p.Stats().Joined.Load() == 9 })
 	close(release)
@@ -112,11 +112,11 @@ func TestFullQueueIsBusy(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	stall := func() { <-release }
-	go p.Do(Key{"a", 0}, stall)
+	go p.Do(Key{"a", 0}, false, stall)
 	waitFor(t, "reader busy", func() bool { return p.Stats().Running.Load() == 1 })
-	go p.Do(Key{"b", 0}, stall)
+	go p.Do(Key{"b", 0}, false, stall)
 	waitFor(t, "queue full", func() bool { return len(p.demand) == 1 })
-	if err := p.Do(Key{"c", 0}, stall); !errors.Is(err, ErrBusy) {
+	if err := p.Do(Key{"c", 0}, false, stall); !errors.Is(err, ErrBusy) {
 		t.Errorf("Do with a full queue = %v, want ErrBusy", err)
 	}
 	if got := p.Stats().Busy.Load(); got != 1 {
@@ -128,7 +128,7 @@ func TestDeadline(t *testing.T) {
 	p := startPool(t, Config{Readers: 1, Queue: 1, Deadline: time.Millisecond})
 	release := make(chan struct{})
 	defer close(release)
-	if err := p.Do(Key{"a", 0}, func() { <-release }); !errors.Is(err, ErrDeadline) {
+	if err := p.Do(Key{"a", 0}, false, func() { <-release }); !errors.Is(err, ErrDeadline) {
 		t.Errorf("Do of a stalled job = %v, want ErrDeadline", err)
 	}
 	if got := p.Stats().Deadline.Load(); got != 1 {
@@ -143,12 +143,12 @@ func TestBackgroundNeverTakesEveryReader(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	for i := range 3 {
-		if !p.Go(Key{"bg", int64(i)}, func() { <-release }) {
-			t.Fatalf("Go #%d = false, want queued", i)
+		if err := p.Go(Key{"bg", int64(i)}, func() { <-release }); err != nil {
+			t.Fatalf("Go #%d = %v, want queued", i, err)
 		}
 	}
 	waitFor(t, "background reader busy", func() bool { return p.Stats().Running.Load() == 1 })
-	if err := p.Do(Key{"demand", 0}, func() {}); err != nil {
+	if err := p.Do(Key{"demand", 0}, false, func() {}); err != nil {
 		t.Errorf("Do while background work stalls = %v, want nil", err)
 	}
 	if got := p.Stats().Background.Load(); got != 1 {
@@ -162,23 +162,38 @@ func TestBackgroundDrops(t *testing.T) {
 	defer close(release)
 	p.Go(Key{"a", 0}, func() { <-release })
 	waitFor(t, "background running", func() bool { return p.Stats().Running.Load() == 1 })
-	if !p.Go(Key{"b", 0}, func() {}) {
-		t.Fatal("Go with room in the queue = false, want true")
+	if err := p.Go(Key{"b", 0}, func() {}); err != nil {
+		t.Fatalf("Go with room in the queue = %v, want nil", err)
 	}
-	if p.Go(Key{"b", 0}, func() {}) {
-		t.Error("Go of a key already queued = true, want dropped")
+	if err := p.Go(Key{"b", 0}, func() {}); !errors.Is(err, ErrQueued) {
+		t.Errorf("Go of a key already queued = %v, want ErrQueued", err)
 	}
-	if p.Go(Key{"c", 0}, func() {}) {
-		t.Error("Go with the queue full = true, want dropped")
+	if err := p.Go(Key{"c", 0}, func() {}); !errors.Is(err, ErrBusy) {
+		t.Errorf("Go with the queue full = %v, want ErrBusy", err)
 	}
-	if got := p.Stats().Dropped.Load(); got != 2 {
-		t.Errorf("Stats.Dropped = %d, want 2", got)
+	if got := p.Stats().Dropped.Load(); got != 1 {
+		t.Errorf("Stats.Dropped = %d, want 1", got)
 	}
 	off, err := New(Config{Readers: 1, Queue: 1, Deadline: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if off.Go(Key{"a", 0}, func() {}) {
-		t.Error("Go with Background 0 = true, want false")
+	if err := off.Go(Key{"a", 0}, func() {}); !errors.Is(err, ErrBusy) {
+		t.Errorf("Go with Background 0 = %v, want ErrBusy", err)
+	}
+}
+
+// TestUrgentHasAReader: with every other reader stalled on demand, an
+// urgent job (a playlist) still runs.
+func TestUrgentHasAReader(t *testing.T) {
+	p := startPool(t, Config{Readers: 2, Queue: 4, Deadline: 10 * time.Second})
+	release := make(chan struct{})
+	defer close(release)
+	for i := range 3 {
+		go p.Do(Key{"seg", int64(i)}, false, func() { <-release })
+	}
+	waitFor(t, "demand queued behind a stalled reader", func() bool { return len(p.demand) == 2 })
+	if err := p.Do(Key{"index.m3u8", 0}, true, func() {}); err != nil {
+		t.Errorf("urgent Do with demand stalled = %v, want nil", err)
 	}
 }

@@ -18,6 +18,12 @@ import (
 // response than a window ahead of the socket.
 const coldWindow = 4 << 20
 
+// coldFirstWindow is the first window of a body, made resident before its
+// header is sent: smaller, so that a cold response starts sooner (the
+// kernel's own read-ahead has usually brought the next window in by the
+// time it is checked).
+const coldFirstWindow = 256 << 10
+
 // ColdStats count the cold-read path: how often a span to be sent was
 // resident already, and how often it had to wait for a pool reader.
 type ColdStats struct {
@@ -51,7 +57,7 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 		return nil
 	}
 	s.stats.Cold.Checked[k].Add(1)
-	resident, err := s.ensureResident(name, h, firstWindow(sp))
+	resident, err := s.ensureResident(name, k, h, ranges.Span{Start: sp.Start, Length: min(sp.Length, coldFirstWindow)})
 	if resident {
 		s.stats.Cold.Resident[k].Add(1)
 	}
@@ -65,15 +71,11 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 	return nil
 }
 
-func firstWindow(sp ranges.Span) ranges.Span {
-	return ranges.Span{Start: sp.Start, Length: min(sp.Length, coldWindow)}
-}
-
 // ensureResident returns once sp of h is in the page cache, waiting for a
 // pool reader when it is not; resident says it was already. Errors are
 // coldread.ErrBusy and coldread.ErrDeadline (answered 503); when the pool
 // has stopped (draining) the span is sent as it is.
-func (s *Server) ensureResident(name string, h *cache.Handle, sp ranges.Span) (resident bool, err error) {
+func (s *Server) ensureResident(name string, k kind, h *cache.Handle, sp ranges.Span) (resident bool, err error) {
 	ok, err := coldread.Resident(h.Fd(), sp.Start, sp.Length, h.Size)
 	if err != nil {
 		s.stats.Cold.ProbeErrs.Add(1)
@@ -82,7 +84,7 @@ func (s *Server) ensureResident(name string, h *cache.Handle, sp ranges.Span) (r
 	}
 	s.stats.Cold.Waited.Add(1)
 	start := s.cfg.Now()
-	err = s.cold.Do(coldread.Key{Name: name, Off: sp.Start}, func() { s.loadForRequest(name, sp) })
+	err = s.cold.Do(coldread.Key{Name: name, Off: sp.Start}, k == kindPlaylist, func() { s.loadForRequest(name, sp) })
 	s.stats.Cold.WaitNanos.Add(int64(s.cfg.Now().Sub(start)))
 	s.stats.Cold.WaitCount.Add(1)
 	if errors.Is(err, coldread.ErrClosed) {
@@ -145,9 +147,12 @@ func (b *bodyStream) sendSpan(w bodyWriter, sp ranges.Span, first bool) (int64, 
 	}
 	var sent int64
 	for sp.Length > 0 {
-		win := firstWindow(sp)
+		win := ranges.Span{Start: sp.Start, Length: min(sp.Length, coldWindow)}
+		if first {
+			win.Length = min(sp.Length, coldFirstWindow)
+		}
 		if !first {
-			if _, err := s.ensureResident(b.name, b.h, win); err != nil {
+			if _, err := s.ensureResident(b.name, b.kind, b.h, win); err != nil {
 				s.stats.Cold.Aborted.Add(1)
 				return sent, err
 			}

@@ -219,11 +219,11 @@ func DefaultConfig() Config {
 		WriteTimeout:            60 * time.Second,
 		IdleTimeout:             75 * time.Second,
 		MaxHeaderBytes:          8192,
-		ColdReaders:             16,
+		ColdReaders:             32,
 		ColdQueue:               1024,
 		ColdDeadline:            5 * time.Second,
 		ReadAhead: ReadAheadConfig{
-			Readers: 4, Queue: 256, MaxBytes: 8 << 20,
+			Readers: 8, Queue: 256, MaxBytes: 8 << 20,
 			Playlist: true, ByteRange: true, Template: true, Sidx: true, CMCD: true,
 		},
 		ClientIPHeader: ClientIPHeaderXFF,

@@ -135,7 +135,11 @@ func newReadAhead(s *Server) (*readAhead, error) {
 func (ra *readAhead) served(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, sp ranges.Span, resident bool) {
 	key := raKey{name, sp.Start}
 	if loaded, ok := ra.issued.Peek(key); ok {
-		ra.issued.Remove(key) // not counted as unused: its request came
+		// Its request came: forget it without counting it unused
+		// (golang-lru calls the eviction callback on Remove too, but
+		// Add of a present key replaces the value without calling it).
+		ra.issued.Add(key, false)
+		ra.issued.Remove(key)
 		if loaded && resident {
 			ra.stats.Hit.Add(1)
 		} else if loaded {
@@ -187,9 +191,10 @@ func (ra *readAhead) submit(t predict.Entry, src raSource) {
 	if ra.issued.Contains(raKey{t.Name, t.Off}) {
 		return
 	}
-	if ra.srv.cold.Go(coldread.Key{Name: t.Name, Off: t.Off}, func() { ra.prefetch(t) }) {
+	switch err := ra.srv.cold.Go(coldread.Key{Name: t.Name, Off: t.Off}, func() { ra.prefetch(t) }); {
+	case err == nil:
 		ra.stats.Predicted[src].Add(1)
-	} else {
+	case errors.Is(err, coldread.ErrBusy):
 		ra.stats.Dropped.Add(1)
 	}
 }
@@ -284,7 +289,7 @@ func (ra *readAhead) buildDir(dir string) {
 		return
 	}
 	ra.dirs.Add(dir, &dirIndex{building: true})
-	if !ra.srv.cold.Go(coldread.Key{Name: dir + "/", Off: -1}, func() { ra.indexDir(dir) }) {
+	if err := ra.srv.cold.Go(coldread.Key{Name: dir + "/", Off: -1}, func() { ra.indexDir(dir) }); err != nil && !errors.Is(err, coldread.ErrQueued) {
 		ra.dirs.Remove(dir)
 	}
 }
@@ -350,9 +355,8 @@ func (ra *readAhead) fromSidx(name string, h *cache.Handle, sp ranges.Span) (pre
 	if !ok || si.etag != h.ETag {
 		ra.sidx.Add(name, &sidxIndex{etag: h.ETag}) // marker: being read
 		etag := h.ETag
-		if !ra.srv.cold.Go(coldread.Key{Name: name, Off: -1}, func() { ra.indexSidx(name, etag) }) {
+		if err := ra.srv.cold.Go(coldread.Key{Name: name, Off: -1}, func() { ra.indexSidx(name, etag) }); err != nil && !errors.Is(err, coldread.ErrQueued) {
 			ra.sidx.Remove(name)
-			ra.stats.Dropped.Add(1)
 		}
 		return predict.Entry{}, false
 	}

@@ -203,3 +203,19 @@ func TestReadAheadWastedCounted(t *testing.T) {
 		t.Errorf("after an evicted read-ahead: Wasted %d, Hit %d; want 1, 0", w, h)
 	}
 }
+
+// TestReadAheadHitIsNotUnused: a read-ahead object that was requested is
+// a hit, never also counted unused.
+func TestReadAheadHitIsNotUnused(t *testing.T) {
+	const size = 64 << 10
+	backing := t.TempDir()
+	writeSynth(t, backing, "u/chunk-001.m4s", size)
+	writeSynth(t, backing, "u/chunk-002.m4s", size)
+	f, ts := raRig(t, backing, nil)
+	ts.get("/u/chunk-001.m4s")
+	issued(t, ts, 1)
+	servedFromMemory(t, f, ts, "/u/chunk-002.m4s", synthBytes("chunk-002.m4s", 0, size))
+	if got := ts.srv.Stats().ReadAhead.Unused.Load(); got != 0 {
+		t.Errorf("ReadAhead.Unused after its request = %d, want 0", got)
+	}
+}
