@@ -134,15 +134,15 @@ func newReadAhead(s *Server) (*readAhead, error) {
 // earlier predictions against this request and predicts the next one.
 func (ra *readAhead) served(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, sp ranges.Span, resident bool) {
 	key := raKey{name, sp.Start}
-	if loaded, ok := ra.issued.Peek(key); ok {
-		// Its request came: forget it without counting it unused
-		// (golang-lru calls the eviction callback on Remove too, but
-		// Add of a present key replaces the value without calling it).
+	if loaded, ok := ra.issued.Peek(key); ok && loaded {
+		// Its request came: score it once, and keep it listed (as not
+		// read by us) so that it is not predicted again at once. The
+		// eviction callback counts only values still true as unused, and
+		// Add of a present key replaces the value without calling it.
 		ra.issued.Add(key, false)
-		ra.issued.Remove(key)
-		if loaded && resident {
+		if resident {
 			ra.stats.Hit.Add(1)
-		} else if loaded {
+		} else {
 			ra.stats.Wasted.Add(1)
 		}
 	}
@@ -328,11 +328,13 @@ func (ra *readAhead) playlistServed(name, etag string) {
 	}
 	dir := path.Dir(name)
 	di, ok := ra.dirs.Peek(dir)
-	switch {
-	case !ok:
+	if !ok {
 		ra.buildDir(dir)
-	case di.building:
-	case di.etags[name] != etag:
+		return
+	}
+	// Only a playlist that was parsed and changed: one beyond the
+	// per-directory cap was never parsed and must not rebuild every time.
+	if old, parsed := di.etags[name]; parsed && !di.building && old != etag {
 		ra.buildDir(dir)
 	}
 }
