@@ -148,10 +148,14 @@ func (b *bodyStream) sendSpan(w bodyWriter, sp ranges.Span, first bool) (int64, 
 	var sent int64
 	for sp.Length > 0 {
 		win := ranges.Span{Start: sp.Start, Length: min(sp.Length, coldWindow)}
-		if first {
-			win.Length = min(sp.Length, coldFirstWindow)
-		}
-		if !first {
+		switch {
+		case first && win.Length > coldFirstWindow:
+			// beforeBody made the first 256 KiB resident; when the
+			// whole window is (a hot file), send it in one sendfile.
+			if ok, err := coldread.Resident(b.h.Fd(), win.Start, win.Length, b.h.Size); err != nil || !ok {
+				win.Length = coldFirstWindow
+			}
+		case !first:
 			if _, err := s.ensureResident(b.name, b.kind, b.h, win); err != nil {
 				s.stats.Cold.Aborted.Add(1)
 				return sent, err
