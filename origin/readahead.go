@@ -16,6 +16,7 @@ import (
 
 	"segorigin/cache"
 	"segorigin/coldread"
+	"segorigin/origin/cmcd"
 	"segorigin/predict"
 	"segorigin/ranges"
 )
@@ -155,7 +156,7 @@ func (ra *readAhead) served(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 		return
 	}
 	if ra.cfg.CMCD {
-		if t, ok := ra.fromCMCD(ctx, name, h); ok {
+		if t, ok := ra.fromCMCD(ctx, name); ok {
 			ra.submit(t, srcCMCD)
 		}
 	}
@@ -235,29 +236,32 @@ func (ra *readAhead) prefetch(t predict.Entry) {
 	ra.issued.Add(raKey{t.Name, t.Off}, true)
 }
 
-// fromCMCD reads CTA-5004 nor/nrr from the CMCD query argument or the
-// CMCD-Request header: nor names the next object (relative to this one),
-// nrr its range, or this object's next range when nor is absent.
-func (ra *readAhead) fromCMCD(ctx *fasthttp.RequestCtx, name string, h *cache.Handle) (predict.Entry, bool) {
-	v := ctx.QueryArgs().Peek("CMCD")
-	if len(v) == 0 {
-		v = ctx.Request.Header.Peek("CMCD-Request")
-	}
-	if len(v) == 0 {
+// fromCMCD reads CTA-5004 nor/nrr (package cmcd parses the CMCD query
+// argument and the CMCD-Request header, where the keys belong): nor names
+// the next object (relative to this one), nrr its range, or this object's
+// next range when nor is absent.
+func (ra *readAhead) fromCMCD(ctx *fasthttp.RequestCtx, name string) (predict.Entry, bool) {
+	hdrs := [4][]byte{ctx.Request.Header.Peek("CMCD-Request")}
+	var d cmcd.Data
+	if present, _ := readCMCD(ctx, &hdrs, &d); !present {
 		return predict.Entry{}, false
 	}
-	c := predict.ParseCMCD(string(v))
+	object, nrr, ok := d.Next()
+	if !ok {
+		return predict.Entry{}, false
+	}
 	t := predict.Entry{Name: name, Off: 0, Len: -1}
-	if c.Next != "" {
-		var ok bool
-		if t.Name, ok = predict.Resolve(name, c.Next); !ok {
+	if object != "" {
+		if t.Name, ok = predict.Resolve(name, object); !ok {
 			return predict.Entry{}, false
 		}
-	} else if !c.HasRange {
-		return predict.Entry{}, false
 	}
-	if c.HasRange {
-		t.Off, t.Len = c.Off, c.Len
+	if nrr != "" {
+		if t.Off, t.Len, ok = predict.ParseNextRange(nrr); !ok {
+			return predict.Entry{}, false
+		}
+	} else if object == "" {
+		return predict.Entry{}, false
 	}
 	return t, true
 }

@@ -15,8 +15,9 @@
 //   - ISO BMFF on-demand files: [ParseBoxHeader] reads one box header and
 //     [ParseSidx] a SegmentIndexBox (ISO/IEC 14496-12 §8.16.3) into the
 //     byte spans of its subsegments; [NextSpan] is the span after a range.
-//   - CMCD (CTA-5004) nor and nrr: [ParseCMCD] reads them from the CMCD
-//     query value or CMCD-Request header.
+//   - CMCD (CTA-5004) nrr: [ParseNextRange] turns the next-range string
+//     (the payload is parsed by package origin/cmcd) into a span, and
+//     [Resolve] resolves nor against the object that carried it.
 //
 // # What it never does
 //

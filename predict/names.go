@@ -19,15 +19,15 @@ type Entry struct {
 // leaves the root. Query and fragment are dropped: files are addressed by
 // path alone.
 func Resolve(base, ref string) (string, bool) {
-	if ref == "" || strings.ContainsAny(ref, "\x00\r\n") {
+	if ref == "" || strings.ContainsAny(ref, "\x00\r\n") || strings.ContainsAny(base, "\x00\r\n") {
 		return "", false
 	}
 	u, err := url.Parse(ref)
 	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" {
 		return "", false
 	}
-	p := u.Path
-	if p == "" {
+	p := u.Path // percent-decoded: "%00" is a NUL here
+	if p == "" || strings.ContainsAny(p, "\x00\r\n") {
 		return "", false
 	}
 	var full string
