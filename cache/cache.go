@@ -48,6 +48,28 @@ type Config struct {
 	// Required when MaxFiles > 0.
 	Stat func(name string) (fs.FileInfo, error)
 
+	// InlineMax: a file of at most this many bytes is read whole into
+	// memory once, right after its open, and its Handle carries the bytes
+	// (Handle.Bytes) for as long as it carries the descriptor, so a server
+	// can send header and body with one syscall and never read the file
+	// again. 0 disables inlining; it is off when MaxFiles is 0 (nothing
+	// would be kept to read once).
+	//
+	// Freshness is the descriptor's: the bytes are dropped with the entry
+	// (invalidation, revalidation, eviction, shedding). A file replaced by
+	// rename is always wholly old or wholly new. A file rewritten in place
+	// is caught by the watcher's modify event or by revalidation; until
+	// then the bytes stay the old content. A read that overlaps an
+	// in-place write is detected by a second fstat and not inlined, except
+	// for a write already under way at the open (see inlineLoad), which
+	// its own event ends.
+	InlineMax int64
+
+	// InlineBudget bounds the bytes of all inlined files held at once,
+	// listed or still lent out. A file that would pass it is served
+	// through its descriptor instead. 0 disables inlining.
+	InlineBudget int64
+
 	// Now is the clock for negative entries and revalidation. nil means
 	// time.Now.
 	Now func() time.Time
@@ -67,13 +89,15 @@ const (
 // Cache is a bounded, reference-counted cache of open files. All methods are
 // safe for concurrent use.
 type Cache struct {
-	open        func(name string) (*os.File, error)
-	stat        func(name string) (fs.FileInfo, error)
-	now         func() time.Time
-	maxFiles    int
-	negativeTTL time.Duration // <= 0: no negative entries
-	negMax      int64         // budget for negBytes
-	revalidate  atomic.Int64  // nanoseconds; <= 0: no revalidation
+	open         func(name string) (*os.File, error)
+	stat         func(name string) (fs.FileInfo, error)
+	now          func() time.Time
+	maxFiles     int
+	negativeTTL  time.Duration // <= 0: no negative entries
+	negMax       int64         // budget for negBytes
+	inlineMax    int64         // largest file inlined; 0: none
+	inlineBudget int64         // most inline bytes alive at once
+	revalidate   atomic.Int64  // nanoseconds; <= 0: no revalidation
 
 	mu       sync.Mutex                            // protects files, negative, inflight, dropped, closed
 	files    *simplelru.LRU[string, *Handle]       // listed open files; each holds one reference
@@ -122,6 +146,10 @@ func New(cfg Config) (*Cache, error) {
 		return nil, fmt.Errorf("cache: Revalidate %v is negative", cfg.Revalidate)
 	case cfg.NegativeBytes < 0:
 		return nil, fmt.Errorf("cache: NegativeBytes %d is negative", cfg.NegativeBytes)
+	case cfg.InlineMax < 0:
+		return nil, fmt.Errorf("cache: InlineMax %d is negative", cfg.InlineMax)
+	case cfg.InlineBudget < 0:
+		return nil, fmt.Errorf("cache: InlineBudget %d is negative", cfg.InlineBudget)
 	}
 	c := &Cache{
 		open:        cfg.Open,
@@ -143,6 +171,9 @@ func New(cfg Config) (*Cache, error) {
 	c.revalidate.Store(int64(cfg.Revalidate))
 	if c.maxFiles == 0 {
 		return c, nil
+	}
+	if cfg.InlineBudget > 0 {
+		c.inlineMax, c.inlineBudget = cfg.InlineMax, cfg.InlineBudget
 	}
 	var err error
 	// The callback runs inside simplelru calls, that is under c.mu: it only
@@ -408,6 +439,7 @@ func (c *Cache) openFile(name string) (*Handle, error) {
 		c.stats.openFiles.Add(-1)
 		return nil, err
 	}
+	c.inlineLoad(h)
 	return h, nil
 }
 
