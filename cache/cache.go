@@ -212,7 +212,9 @@ func (c *Cache) unlock() {
 }
 
 // Acquire returns the open file for name, with a reference the caller must
-// return with Handle.Release. A hit makes no system call. Errors wrap Open's
+// return with Handle.Release. A hit makes no system call. name may alias
+// the caller's reusable memory: the cache copies it before keeping it (a
+// listed, in-flight or negative entry, an error it remembers). Errors wrap Open's
 // (errors.Is(err, fs.ErrNotExist), syscall.EMFILE, ...) or are ErrIsDir or
 // ErrNotRegular wrapped in an *fs.PathError.
 func (c *Cache) Acquire(name string) (*Handle, error) {
@@ -330,6 +332,9 @@ func setOutcome(out *Outcome, o Outcome) {
 // called with c.mu held and releases it.
 func (c *Cache) loadLocked(name string) (*Handle, error) {
 	c.stats.misses.Add(1)
+	// Everything below may keep name (inflight, the LRU, a negative
+	// entry, an error): copy it, since the caller's may be reused.
+	name = strings.Clone(name)
 	if cl, ok := c.inflight[name]; ok {
 		cl.waiters++
 		c.unlock()

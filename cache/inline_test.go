@@ -3,6 +3,7 @@ package cache_test
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"segorigin/cache"
 )
@@ -150,4 +151,17 @@ func TestInlineConfigRefused(t *testing.T) {
 			t.Errorf("New(InlineMax %d, InlineBudget %d) = nil error, want one", cfg.InlineMax, cfg.InlineBudget)
 		}
 	}
+}
+
+// TestAcquireCopiesName: the name passed to Acquire may live in a buffer
+// the caller reuses (the server's pooled path buffer); what the cache keeps
+// must not change with it.
+func TestAcquireCopiesName(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.ts": "a"})
+	c := newCache(t, f.config(4))
+	buf := []byte("a.ts")
+	acquire(t, c, unsafe.String(&buf[0], len(buf))).Release()
+	copy(buf, "zzzz")
+	acquire(t, c, "a.ts").Release()
+	wantStat(t, "Open calls after the caller reused its buffer", f.opens.Load(), 1)
 }

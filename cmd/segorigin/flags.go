@@ -98,6 +98,8 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.Var((*headerRules)(&c.Headers), "header", "operator response header `kind:Name: value`, kind one of playlist, segment, other, error, all (repeatable; in SEGORIGIN_HEADER one a line)")
 	fs.IntVar(&c.MaxRanges, "max-ranges", c.MaxRanges, "most ranges answered in one request (after coalescing); more gets the whole file")
 	fs.IntVar(&c.CacheFiles, "cache-files", c.CacheFiles, "open files kept in the cache; 0 disables it")
+	fs.Int64Var(&c.InlineMax, "inline-max", c.InlineMax, "files of at most this many bytes are kept in memory with their cache entry and sent with the header in one send; 0 disables")
+	fs.Int64Var(&c.InlineBudget, "inline-budget", c.InlineBudget, "most bytes of inlined files held at once; a file past it is sent by sendfile")
 	fs.DurationVar(&c.NegativeTTL, "negative-ttl", c.NegativeTTL, "how long a missing file is remembered")
 	fs.Int64Var(&c.NegativeCacheBytes, "negative-cache-bytes", 1<<20, "memory budget of remembered missing names (name bytes plus 256 each)")
 	fs.BoolVar(&c.Watch, "watch", c.Watch, "invalidate the file cache on file system events (fsnotify)")

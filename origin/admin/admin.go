@@ -24,42 +24,44 @@ func newDesc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var metricDescs = map[string]*prometheus.Desc{
-	"requests":      newDesc("requests_total", "Requests that reached the handler."),
-	"responses":     newDesc("responses_total", "Responses by status class (unparseable requests' 400, 408 and 431 included).", "class"),
-	"by_code":       newDesc("responses_by_code_total", "Responses by status code: the codes the server emits, any other as \"other\".", "code"),
-	"build":         newDesc("build_info", "The running binary: version, Go version and VCS commit; always 1.", "version", "goversion", "commit"),
-	"root_avail":    newDesc("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check."),
-	"root_unavail":  newDesc("root_unavailable_total", "Times the media root was found missing, replaced or unreadable (each outage counted once)."),
-	"kind":          newDesc("file_responses_total", "File responses (200, 206, 304) by kind of file.", "kind"),
-	"bad":           newDesc("bad_requests_total", "Requests fasthttp could not parse (400, 408, 431)."),
-	"header_large":  newDesc("header_too_large_total", "Requests refused with 431."),
-	"multipart":     newDesc("multipart_responses_total", "multipart/byteranges responses."),
-	"ranges_ignore": newDesc("ranges_ignored_total", "Range headers ignored as invalid or over -max-ranges."),
-	"conns":         newDesc("connections_open", "Plain TCP connections open."),
-	"accept_emfile": newDesc("accept_emfile_total", "Accepts that failed for lack of file descriptors (retried after shedding the cache)."),
-	"conns_refused": newDesc("connections_refused_total", "Connections closed at accept by -max-conns or -max-conns-per-ip."),
-	"proxy":         newDesc("proxy_protocol_total", "Connections by PROXY protocol outcome (with -proxy-protocol).", "outcome"),
-	"body_resp":     newDesc("body_responses_total", "Response bodies by transport path.", "path"),
-	"body_bytes":    newDesc("body_bytes_total", "Body bytes sent by transport path.", "path"),
-	"sf_fallback":   newDesc("sendfile_fallbacks_total", "Responses where the file system refused sendfile and copy served."),
-	"truncated":     newDesc("truncated_total", "Responses cut short because the file shrank while being sent."),
-	"aborted":       newDesc("aborted_total", "Responses cut short by the client or a write timeout."),
-	"auth":          newDesc("auth_total", "Authorization outcomes by reason.", "reason"),
-	"cache_ops":     newDesc("cache_operations_total", "File cache operations.", "op"),
-	"cache_fds":     newDesc("cache_open_files", "Descriptors the file cache holds open (listed or lent out)."),
-	"cache_entries": newDesc("cache_entries", "Entries listed in the file cache.", "type"),
-	"cache_negb":    newDesc("cache_negative_bytes", "What the negative entries count against -negative-cache-bytes (name bytes plus a fixed overhead each)."),
-	"tls":           newDesc("tls_events_total", "TLS handshakes, kernel TLS hand-overs and certificate reloads by outcome.", "event"),
-	"watch_events":  newDesc("watcher_events_total", "File system events the watcher processed."),
-	"watch_overflw": newDesc("watcher_overflows_total", "fsnotify event-queue overflows."),
-	"watch_dirs":    newDesc("watcher_directories", "Directories watched."),
-	"watch_degr":    newDesc("watcher_degraded", "1 while the watch set is incomplete and the cache revalidates by stat."),
-	"bad_paths":     newDesc("bad_paths_total", "Request paths refused with 400 (bad escape, control byte, climbing above the root)."),
-	"log_suppr":     newDesc("log_suppressed_total", "Log lines held back by rate limiting, by kind (their events are still counted by their own metrics).", "kind"),
-	"access_errs":   newDesc("access_log_errors_total", "Access log lines the log writer refused."),
-	"cmcd_req":      newDesc("cmcd_requests_total", "GET and HEAD requests carrying CMCD (CTA-5004), by object type (ot) and streaming format (sf); none when not given.", "object_type", "streaming_format"),
-	"cmcd_starve":   newDesc("cmcd_buffer_starvation_total", "Requests whose CMCD says the player's buffer ran dry since its previous request (bs)."),
-	"cmcd_bad":      newDesc("cmcd_malformed_total", "Requests with a CMCD entry dropped as malformed (the request is served as if it were absent)."),
+	"requests":           newDesc("requests_total", "Requests that reached the handler."),
+	"responses":          newDesc("responses_total", "Responses by status class (unparseable requests' 400, 408 and 431 included).", "class"),
+	"by_code":            newDesc("responses_by_code_total", "Responses by status code: the codes the server emits, any other as \"other\".", "code"),
+	"build":              newDesc("build_info", "The running binary: version, Go version and VCS commit; always 1.", "version", "goversion", "commit"),
+	"root_avail":         newDesc("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check."),
+	"root_unavail":       newDesc("root_unavailable_total", "Times the media root was found missing, replaced or unreadable (each outage counted once)."),
+	"kind":               newDesc("file_responses_total", "File responses (200, 206, 304) by kind of file.", "kind"),
+	"bad":                newDesc("bad_requests_total", "Requests fasthttp could not parse (400, 408, 431)."),
+	"header_large":       newDesc("header_too_large_total", "Requests refused with 431."),
+	"multipart":          newDesc("multipart_responses_total", "multipart/byteranges responses."),
+	"ranges_ignore":      newDesc("ranges_ignored_total", "Range headers ignored as invalid or over -max-ranges."),
+	"conns":              newDesc("connections_open", "Plain TCP connections open."),
+	"accept_emfile":      newDesc("accept_emfile_total", "Accepts that failed for lack of file descriptors (retried after shedding the cache)."),
+	"conns_refused":      newDesc("connections_refused_total", "Connections closed at accept by -max-conns or -max-conns-per-ip."),
+	"proxy":              newDesc("proxy_protocol_total", "Connections by PROXY protocol outcome (with -proxy-protocol).", "outcome"),
+	"body_resp":          newDesc("body_responses_total", "Response bodies by transport path.", "path"),
+	"body_bytes":         newDesc("body_bytes_total", "Body bytes sent by transport path.", "path"),
+	"sf_fallback":        newDesc("sendfile_fallbacks_total", "Responses where the file system refused sendfile and copy served."),
+	"truncated":          newDesc("truncated_total", "Responses cut short because the file shrank while being sent."),
+	"aborted":            newDesc("aborted_total", "Responses cut short by the client or a write timeout."),
+	"auth":               newDesc("auth_total", "Authorization outcomes by reason.", "reason"),
+	"cache_ops":          newDesc("cache_operations_total", "File cache operations.", "op"),
+	"cache_fds":          newDesc("cache_open_files", "Descriptors the file cache holds open (listed or lent out)."),
+	"cache_inline_files": newDesc("cache_inline_files", "Small files whose bytes the file cache holds in memory (listed or lent out)."),
+	"cache_inline_bytes": newDesc("cache_inline_bytes", "Bytes of those files: at most -inline-budget."),
+	"cache_entries":      newDesc("cache_entries", "Entries listed in the file cache.", "type"),
+	"cache_negb":         newDesc("cache_negative_bytes", "What the negative entries count against -negative-cache-bytes (name bytes plus a fixed overhead each)."),
+	"tls":                newDesc("tls_events_total", "TLS handshakes, kernel TLS hand-overs and certificate reloads by outcome.", "event"),
+	"watch_events":       newDesc("watcher_events_total", "File system events the watcher processed."),
+	"watch_overflw":      newDesc("watcher_overflows_total", "fsnotify event-queue overflows."),
+	"watch_dirs":         newDesc("watcher_directories", "Directories watched."),
+	"watch_degr":         newDesc("watcher_degraded", "1 while the watch set is incomplete and the cache revalidates by stat."),
+	"bad_paths":          newDesc("bad_paths_total", "Request paths refused with 400 (bad escape, control byte, climbing above the root)."),
+	"log_suppr":          newDesc("log_suppressed_total", "Log lines held back by rate limiting, by kind (their events are still counted by their own metrics).", "kind"),
+	"access_errs":        newDesc("access_log_errors_total", "Access log lines the log writer refused."),
+	"cmcd_req":           newDesc("cmcd_requests_total", "GET and HEAD requests carrying CMCD (CTA-5004), by object type (ot) and streaming format (sf); none when not given.", "object_type", "streaming_format"),
+	"cmcd_starve":        newDesc("cmcd_buffer_starvation_total", "Requests whose CMCD says the player's buffer ran dry since its previous request (bs)."),
+	"cmcd_bad":           newDesc("cmcd_malformed_total", "Requests with a CMCD entry dropped as malformed (the request is served as if it were absent)."),
 }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
@@ -110,6 +112,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for path, v := range map[string][2]*atomic.Int64{
 		"sendfile": {&t.SendfileResponses, &t.SendfileBytes},
 		"ktls":     {&t.KTLSResponses, &t.KTLSBytes},
+		"inline":   {&t.InlineResponses, &t.InlineBytes},
 		"copy":     {&t.CopyResponses, &t.CopyBytes},
 	} {
 		counter("body_resp", v[0].Load(), path)
@@ -146,10 +149,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	for op, v := range map[string]uint64{
 		"hit": cs.Hits, "miss": cs.Misses, "negative_hit": cs.NegativeHits, "eviction": cs.Evictions,
 		"invalidation": cs.Invalidations, "revalidation": cs.Revalidations, "stale": cs.Stale, "emfile": cs.EMFILE,
+		"inline_over_budget": cs.InlineOverBudget, "inline_changed": cs.InlineChanged,
 	} {
 		counter("cache_ops", int64(v), op)
 	}
 	gauge("cache_fds", float64(cs.OpenFiles))
+	gauge("cache_inline_files", float64(cs.InlineFiles))
+	gauge("cache_inline_bytes", float64(cs.InlineBytes))
 	gauge("cache_entries", float64(cs.Entries), "file")
 	gauge("cache_entries", float64(cs.NegativeEntries), "negative")
 	gauge("cache_negb", float64(cs.NegativeBytes))
