@@ -22,7 +22,7 @@ func TestServeAllocatesNothing(t *testing.T) {
 		name, target, header string
 		status               string
 	}{
-		{"W3 inline 64 KiB", "/w3/part0000.m4s", "", "200"},
+		{"W3 64 KiB (sendfile)", "/w3/part0000.m4s", "", "200"},
 		{"W4 inline 1 KiB", "/w4/p00.m3u8", "", "200"},
 		{"W6 304 of 1 KiB", "/w4/p00.m3u8", "If-None-Match: " + etag4 + "\r\n", "304"},
 		{"W6 304 of 64 KiB", "/w3/part0000.m4s", "If-None-Match: " + etag3 + "\r\n", "304"},

@@ -179,7 +179,7 @@ type BuildInfo struct {
 
 // defaultInlineMax is -inline-max's default, chosen by measurement (see
 // README "Measured").
-const defaultInlineMax = 64 << 10
+const defaultInlineMax = 16 << 10
 
 // DefaultConfig returns the defaults documented in README.md.
 func DefaultConfig() Config {

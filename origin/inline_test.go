@@ -87,7 +87,7 @@ func TestInlinePipelined(t *testing.T) {
 	root := t.TempDir()
 	writeSynth(t, root, "p.m3u8", 1000)
 	writeSynth(t, root, "s.m4s", 30_000)
-	in := startServer(t, root, nil)
+	in := startServer(t, root, func(c *origin.Config) { c.InlineMax = 64 << 10 })
 	c := in.dial()
 	etag := c.do("GET", "/p.m3u8").header("ETag")
 	var all bytes.Buffer
