@@ -132,14 +132,18 @@ func (h *Handle) close() {
 }
 
 // sameFile reports whether fi, from stat of the path, still describes the
-// file h has open. Without a *syscall.Stat_t (a fake Stat in tests) only
-// size and mtime are compared.
+// file h has open: same size, mtime, device, inode and ctime. ctime counts
+// because a write in place can keep size and mtime (cp --preserve onto the
+// file restores the mtime) while the bytes change, and an inlined entry
+// would otherwise serve the old bytes for good; ctime cannot be set back.
+// Without a *syscall.Stat_t (a fake Stat in tests) only size and mtime are
+// compared.
 func (h *Handle) sameFile(fi fs.FileInfo) bool {
 	if fi.Size() != h.Size || !fi.ModTime().Equal(h.ModTime) || !fi.Mode().IsRegular() {
 		return false
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Dev) == h.dev && uint64(st.Ino) == h.Inode
+		return uint64(st.Dev) == h.dev && uint64(st.Ino) == h.Inode && ctimeOf(st) == h.ctime
 	}
 	return true
 }

@@ -120,7 +120,7 @@ type Config struct {
 	MaxConnsPerIP int
 
 	// DisableSendfile forces the userspace copy body path on plain TCP
-	// (for diagnosis and for comparison benchmarks).
+	// for files over InlineMax (for diagnosis and comparison benchmarks).
 	DisableSendfile bool
 
 	// TrustedProxies lists the CIDR prefixes (or single addresses) of the

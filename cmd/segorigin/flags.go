@@ -115,7 +115,7 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.StringVar(&trusted, "trusted-proxies", "", "comma-separated CIDR prefixes (or addresses) of the proxies in front: only they may name the client, by -client-ip-header or a PROXY header")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", c.ClientIPHeader, "header trusted proxies name the client in: X-Forwarded-For, Forwarded (RFC 7239) or none")
 	fs.StringVar(&c.ProxyProtocol, "proxy-protocol", "off", "PROXY protocol v1/v2 header from trusted proxies: off, optional, required (refused from any other peer)")
-	fs.BoolVar(&c.DisableSendfile, "disable-sendfile", false, "send bodies by userspace copy even on plain TCP (diagnosis, comparisons)")
+	fs.BoolVar(&c.DisableSendfile, "disable-sendfile", false, "send bodies over -inline-max by userspace copy even on plain TCP (diagnosis, comparisons)")
 	fs.StringVar(&c.ServerName, "server-name", c.ServerName, "Server header value (empty omits it)")
 	fs.StringVar(&o.authKeyFile, "auth-key-file", "", "require signed tokens, verified with the keys in this `file` (lines: <key-id> <secret hex>)")
 	fs.StringVar(&c.Auth.PathPrefix, "auth-path-prefix", c.Auth.PathPrefix, "path carrier: /<prefix>/<token>/<path>; empty disables")
