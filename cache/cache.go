@@ -34,7 +34,7 @@ type Config struct {
 	NegativeBytes int64
 
 	// Revalidate, if > 0, makes a hit on an entry last checked longer ago
-	// than this stat the path and compare dev, inode, size and mtime with the
+	// than this stat the path and compare dev, inode, size, mtime and ctime with the
 	// open file; a difference reopens it. Use it when no watcher invalidates
 	// the cache, or while the watcher is degraded (see SetRevalidate).
 	Revalidate time.Duration

@@ -56,8 +56,8 @@
 //     open once, and otherwise returns the error (errors.Is works).
 //  6. A hit takes the lock once, makes no system call and allocates nothing.
 //     With revalidation on, an entry older than the period is checked by one
-//     caller with stat(path) against the descriptor's dev, inode, size and
-//     mtime; a difference drops the entry and the file is reopened.
+//     caller with stat(path) against the descriptor's dev, inode, size, mtime
+//     and ctime; a difference drops the entry and the file is reopened.
 //  7. MaxFiles == 0 disables caching: Acquire opens, Release closes.
 //  8. ETag is strong and derived from size and mtime only ([ETag]), never the
 //     inode, so origins holding copies of the same files agree on it.
