@@ -8,8 +8,8 @@ import (
 )
 
 // TestServeAllocatesNothing: a keep-alive request of the workloads that
-// small responses dominate (DESIGN.md W3 64 KiB parts, W4 1 KiB playlists,
-// W6 304 revalidations) allocates nothing on the server once warm, access
+// small responses dominate (ARCHITECTURE.md "Workloads": W3 64 KiB parts,
+// W4 1 KiB playlists, W6 304 revalidations) allocates nothing on the server once warm, access
 // log off. AllocsPerRun counts every goroutine, so the client below writes
 // a prepared request and reads the response into a fixed buffer.
 func TestServeAllocatesNothing(t *testing.T) {

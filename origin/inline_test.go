@@ -123,9 +123,9 @@ func TestInlinePipelined(t *testing.T) {
 
 // TestInlineRenameReplace: a playlist replaced by atomic rename hundreds of
 // times a second while clients fetch it over keep-alive connections: every
-// body is wholly one version (DESIGN: "wholly old or wholly new"), and a
-// request that starts later than freshness after a version was published
-// never gets an older one.
+// body is wholly one version (ARCHITECTURE.md: "wholly old or wholly
+// new"), and a request that starts later than freshness after a version
+// was published never gets an older one.
 func TestInlineRenameReplace(t *testing.T) {
 	root := t.TempDir()
 	ts := startServer(t, root, nil)

@@ -1,4 +1,4 @@
--- w6.lua: DESIGN.md workload W6, conditional GETs of 1 KiB playlists and
+-- w6.lua: workload W6 (ARCHITECTURE.md), conditional GETs of 1 KiB playlists and
 -- 64 KiB parts carrying the server's current validator: a CDN revalidating.
 --
 --   wrk -t2 -c16 -d10s --latency -s loadtest/wrk/w6.lua http://127.0.0.1:8080 -- VALIDATORS
