@@ -34,7 +34,7 @@ type Config struct {
 	NegativeBytes int64
 
 	// Revalidate, if > 0, makes a hit on an entry last checked longer ago
-	// than this stat the path and compare dev, inode, size and mtime with the
+	// than this stat the path and compare dev, inode, size, mtime and ctime with the
 	// open file; a difference reopens it. Use it when no watcher invalidates
 	// the cache, or while the watcher is degraded (see SetRevalidate).
 	Revalidate time.Duration
@@ -47,6 +47,28 @@ type Config struct {
 	// Stat stats name by path, for revalidation; same confinement as Open.
 	// Required when MaxFiles > 0.
 	Stat func(name string) (fs.FileInfo, error)
+
+	// InlineMax: a file of at most this many bytes is read whole into
+	// memory once, right after its open, and its Handle carries the bytes
+	// (Handle.Bytes) for as long as it carries the descriptor, so a server
+	// can send header and body with one syscall and never read the file
+	// again. 0 disables inlining; it is off when MaxFiles is 0 (nothing
+	// would be kept to read once).
+	//
+	// Freshness is the descriptor's: the bytes are dropped with the entry
+	// (invalidation, revalidation, eviction, shedding). A file replaced by
+	// rename is always wholly old or wholly new. A file rewritten in place
+	// is caught by the watcher's modify event or by revalidation; until
+	// then the bytes stay the old content. A read that overlaps an
+	// in-place write is detected by a second fstat and not inlined, except
+	// for a write already under way at the open (see inlineLoad), which
+	// its own event ends.
+	InlineMax int64
+
+	// InlineBudget bounds the bytes of all inlined files held at once,
+	// listed or still lent out. A file that would pass it is served
+	// through its descriptor instead. 0 disables inlining.
+	InlineBudget int64
 
 	// Now is the clock for negative entries and revalidation. nil means
 	// time.Now.
@@ -67,13 +89,15 @@ const (
 // Cache is a bounded, reference-counted cache of open files. All methods are
 // safe for concurrent use.
 type Cache struct {
-	open        func(name string) (*os.File, error)
-	stat        func(name string) (fs.FileInfo, error)
-	now         func() time.Time
-	maxFiles    int
-	negativeTTL time.Duration // <= 0: no negative entries
-	negMax      int64         // budget for negBytes
-	revalidate  atomic.Int64  // nanoseconds; <= 0: no revalidation
+	open         func(name string) (*os.File, error)
+	stat         func(name string) (fs.FileInfo, error)
+	now          func() time.Time
+	maxFiles     int
+	negativeTTL  time.Duration // <= 0: no negative entries
+	negMax       int64         // budget for negBytes
+	inlineMax    int64         // largest file inlined; 0: none
+	inlineBudget int64         // most inline bytes alive at once
+	revalidate   atomic.Int64  // nanoseconds; <= 0: no revalidation
 
 	mu       sync.Mutex                            // protects files, negative, inflight, dropped, closed
 	files    *simplelru.LRU[string, *Handle]       // listed open files; each holds one reference
@@ -122,6 +146,10 @@ func New(cfg Config) (*Cache, error) {
 		return nil, fmt.Errorf("cache: Revalidate %v is negative", cfg.Revalidate)
 	case cfg.NegativeBytes < 0:
 		return nil, fmt.Errorf("cache: NegativeBytes %d is negative", cfg.NegativeBytes)
+	case cfg.InlineMax < 0:
+		return nil, fmt.Errorf("cache: InlineMax %d is negative", cfg.InlineMax)
+	case cfg.InlineBudget < 0:
+		return nil, fmt.Errorf("cache: InlineBudget %d is negative", cfg.InlineBudget)
 	}
 	c := &Cache{
 		open:        cfg.Open,
@@ -143,6 +171,9 @@ func New(cfg Config) (*Cache, error) {
 	c.revalidate.Store(int64(cfg.Revalidate))
 	if c.maxFiles == 0 {
 		return c, nil
+	}
+	if cfg.InlineBudget > 0 {
+		c.inlineMax, c.inlineBudget = cfg.InlineMax, cfg.InlineBudget
 	}
 	var err error
 	// The callback runs inside simplelru calls, that is under c.mu: it only
@@ -181,7 +212,9 @@ func (c *Cache) unlock() {
 }
 
 // Acquire returns the open file for name, with a reference the caller must
-// return with Handle.Release. A hit makes no system call. Errors wrap Open's
+// return with Handle.Release. A hit makes no system call. name may alias
+// the caller's reusable memory: the cache copies it before keeping it (a
+// listed, in-flight or negative entry, an error it remembers). Errors wrap Open's
 // (errors.Is(err, fs.ErrNotExist), syscall.EMFILE, ...) or are ErrIsDir or
 // ErrNotRegular wrapped in an *fs.PathError.
 func (c *Cache) Acquire(name string) (*Handle, error) {
@@ -299,6 +332,9 @@ func setOutcome(out *Outcome, o Outcome) {
 // called with c.mu held and releases it.
 func (c *Cache) loadLocked(name string) (*Handle, error) {
 	c.stats.misses.Add(1)
+	// Everything below may keep name (inflight, the LRU, a negative
+	// entry, an error): copy it, since the caller's may be reused.
+	name = strings.Clone(name)
 	if cl, ok := c.inflight[name]; ok {
 		cl.waiters++
 		c.unlock()
@@ -408,6 +444,7 @@ func (c *Cache) openFile(name string) (*Handle, error) {
 		c.stats.openFiles.Add(-1)
 		return nil, err
 	}
+	c.inlineLoad(h)
 	return h, nil
 }
 

@@ -13,6 +13,9 @@
 //     old or wholly new).
 //   - Short-lived negative entries: a name that did not exist is remembered
 //     for [Config.NegativeTTL].
+//   - The bytes of small files ([Config.InlineMax], within
+//     [Config.InlineBudget]): read once right after the open, carried by the
+//     same Handle as the descriptor ([Handle.Bytes]) and dropped with it.
 //
 // # What it never does
 //
@@ -21,8 +24,9 @@
 //     symlink policy.
 //   - It never closes a descriptor that a Handle still lends out, and never
 //     closes one while holding its lock.
-//   - It never touches a file's shared offset and never reads file content:
-//     callers use pread (File.ReadAt) or sendfile with an explicit offset.
+//   - It never touches a file's shared offset, and reads file content only
+//     to inline a small file, once per open, with pread: callers use
+//     Handle.Bytes, pread (File.ReadAt) or sendfile with an explicit offset.
 //   - It never watches the file system. Staleness is ended from outside
 //     ([Cache.Invalidate], fed by package watcher) or, when the watcher is off
 //     or degraded, by revalidating entries with stat ([Config.Revalidate],
@@ -52,9 +56,14 @@
 //     open once, and otherwise returns the error (errors.Is works).
 //  6. A hit takes the lock once, makes no system call and allocates nothing.
 //     With revalidation on, an entry older than the period is checked by one
-//     caller with stat(path) against the descriptor's dev, inode, size and
-//     mtime; a difference drops the entry and the file is reopened.
+//     caller with stat(path) against the descriptor's dev, inode, size, mtime
+//     and ctime; a difference drops the entry and the file is reopened.
 //  7. MaxFiles == 0 disables caching: Acquire opens, Release closes.
 //  8. ETag is strong and derived from size and mtime only ([ETag]), never the
 //     inode, so origins holding copies of the same files agree on it.
+//  9. Inline bytes describe the same file version as Size and ETag: they are
+//     read after the fstat that made the Handle and kept only if a second
+//     fstat shows the same size, mtime and ctime. They are never re-read:
+//     a change is ended by whatever ends the descriptor (rule 1, rule 6).
+//     The budget counts every inlined Handle alive, lent out ones included.
 package cache

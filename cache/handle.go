@@ -32,11 +32,20 @@ type Handle struct {
 	ETag    string    // strong validator from Size and ModTime: ETag(Size, ModTime)
 	Inode   uint64    // st_ino at open
 
+	// Bytes is the whole file, read once right after the open when the
+	// cache inlines small files (Config.InlineMax) and the budget allowed;
+	// nil otherwise. Read-only, shared like File; valid until Release.
+	Bytes []byte
+
 	fd        int           // raw descriptor, read once at open through SyscallConn
 	dev       uint64        // st_dev at open, compared on revalidation
+	ctime     int64         // st_ctime at open (ns), compared after the inline read
 	refs      atomic.Int32  // the cache's reference (while listed) plus one per Acquire not yet released
 	checked   atomic.Int64  // Now().UnixNano() of the open or of the last revalidation
 	openFiles *atomic.Int64 // the owning cache's count of open descriptors
+
+	inlineBytes *atomic.Int64 // the owning cache's inline byte level, when Bytes != nil
+	inlineFiles *atomic.Int64 // the owning cache's inline file level, when Bytes != nil
 }
 
 // Fd returns the raw descriptor of File, obtained once at open through
@@ -110,23 +119,31 @@ func (h *Handle) dropCacheRef() {
 	}
 }
 
-// close closes the descriptor. Its error is not reported: the file was
-// opened read-only, so close has no data to lose, and by now no caller is
-// left to tell.
+// close closes the descriptor and gives the inline bytes back to the
+// budget. Its error is not reported: the file was opened read-only, so
+// close has no data to lose, and by now no caller is left to tell.
 func (h *Handle) close() {
 	_ = h.File.Close()
 	h.openFiles.Add(-1)
+	if h.inlineBytes != nil {
+		h.inlineBytes.Add(-int64(len(h.Bytes)))
+		h.inlineFiles.Add(-1)
+	}
 }
 
 // sameFile reports whether fi, from stat of the path, still describes the
-// file h has open. Without a *syscall.Stat_t (a fake Stat in tests) only
-// size and mtime are compared.
+// file h has open: same size, mtime, device, inode and ctime. ctime counts
+// because a write in place can keep size and mtime (cp --preserve onto the
+// file restores the mtime) while the bytes change, and an inlined entry
+// would otherwise serve the old bytes for good; ctime cannot be set back.
+// Without a *syscall.Stat_t (a fake Stat in tests) only size and mtime are
+// compared.
 func (h *Handle) sameFile(fi fs.FileInfo) bool {
 	if fi.Size() != h.Size || !fi.ModTime().Equal(h.ModTime) || !fi.Mode().IsRegular() {
 		return false
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Dev) == h.dev && uint64(st.Ino) == h.Inode
+		return uint64(st.Dev) == h.dev && uint64(st.Ino) == h.Inode && ctimeOf(st) == h.ctime
 	}
 	return true
 }
@@ -165,6 +182,7 @@ func newHandle(name string, f *os.File, openFiles *atomic.Int64, now int64) (*Ha
 		Inode:     uint64(st.Ino),
 		fd:        fd,
 		dev:       uint64(st.Dev),
+		ctime:     ctimeOf(st),
 		openFiles: openFiles,
 	}
 	h.checked.Store(now)

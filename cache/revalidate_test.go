@@ -27,6 +27,12 @@ func TestRevalidateDetectsChange(t *testing.T) {
 				f.t.Fatal(err)
 			}
 		}, "OLD1"},
+		{"in-place write, size and mtime kept (ctime differs)", func(f *fixture, mtime time.Time) {
+			f.write("seg.ts", "NEW2")
+			if err := os.Chtimes(f.path("seg.ts"), mtime, mtime); err != nil {
+				f.t.Fatal(err)
+			}
+		}, "NEW2"},
 		{"removed", func(f *fixture, _ time.Time) {
 			if err := os.Remove(f.path("seg.ts")); err != nil {
 				f.t.Fatal(err)

@@ -7,9 +7,10 @@
 # per workload the medians over rounds and each one's ratio to segorigin's.
 # See loadtest/README.md.
 #
-#   bash loadtest/compare.sh [-d SECONDS] [-rounds N] [-workloads W1,W2,W3,W4,W5]
+#   bash loadtest/compare.sh [-d SECONDS] [-rounds N] [-workloads W1,W2,W3,W4,W5,W6]
 #        [-servers segorigin,nginx,nethttp,fasthttpfs] [-dir DIR] [-t THREADS]
-#        [-c CONNS] [-idle N] [-warmup SECONDS] [-check warmup|full|off] [-o FILE] [-chart]
+#        [-c CONNS] [-idle N] [-warmup SECONDS] [-check warmup|full|off] [-pin]
+#        [-o FILE] [-chart]
 #
 # Quick smoke:  bash loadtest/compare.sh -d 1 -rounds 1 -workloads W4
 set -euo pipefail
@@ -18,7 +19,7 @@ set -euo pipefail
 
 DUR=10
 ROUNDS=3
-WORKLOADS=W1,W2,W3,W4,W5
+WORKLOADS=W1,W2,W3,W4,W5,W6
 SERVERS=segorigin,nginx,nethttp,fasthttpfs
 DIR=""
 THREADS=2
@@ -28,6 +29,7 @@ WARMUP=1
 CHECK=warmup
 OUT=""
 CHART=0
+PIN=0
 ARGS=("$@")
 
 usage() {
@@ -35,9 +37,11 @@ usage() {
 usage: bash loadtest/compare.sh [options]
   -d SECONDS        length of each timed wrk run (10)
   -rounds N         rounds; the server order alternates each round (3)
-  -workloads LIST   comma-separated W1..W5 (all; W5 = W1 beside -idle idle
-                    keep-alive connections)
-  -servers LIST     comma-separated segorigin,nginx,nethttp,fasthttpfs (all), or segorigin-nocache (-cache-files 0)
+  -workloads LIST   comma-separated W1..W6 (all; W5 = W1 beside -idle idle
+                    keep-alive connections; W6 = conditional GETs of W4's
+                    and W3's files with the server's own validator: 304)
+  -servers LIST     comma-separated segorigin,nginx,nethttp,fasthttpfs (all), or
+                    segorigin-nocache (-cache-files 0), segorigin-noinline (-inline-max 0)
   -dir DIR          workload files: used if present, generated there if not
                     (default: a temporary directory, removed at the end)
   -t THREADS        wrk threads (2)
@@ -48,6 +52,8 @@ usage: bash loadtest/compare.sh [options]
                     length, the timed run only counts status > 399 (so that
                     wrk's body buffering does not bound W1/W2); full: the timed
                     run checks too; off: no Lua response checks (warmup)
+  -pin              run each server on CPU 0 (taskset; nginx with one worker,
+                    Go servers get GOMAXPROCS 1) and wrk on CPU 1: steadier ratios
   -o FILE           also write the tables to FILE (default
                     loadtest/results/compare-DATE.txt), the medians to FILE.tsv
                     and every run to FILE.runs.tsv (FILE without .txt)
@@ -77,6 +83,11 @@ while (($#)); do
     shift
     continue
     ;;
+  -pin)
+    PIN=1
+    shift
+    continue
+    ;;
   -h | -help | --help)
     usage
     exit 0
@@ -94,12 +105,19 @@ done
 case $CHECK in warmup | full | off) ;; *) lt_die "-check: want warmup, full or off" ;; esac
 IFS=, read -r -a WL <<<"$(echo "$WORKLOADS" | tr '[:lower:]' '[:upper:]')"
 IFS=, read -r -a SV <<<"$SERVERS"
-for w in "${WL[@]}"; do [[ $w =~ ^W[1-5]$ ]] || lt_die "unknown workload $w"; done
+for w in "${WL[@]}"; do [[ $w =~ ^W[1-6]$ ]] || lt_die "unknown workload $w"; done
 for s in "${SV[@]}"; do
-  case $s in segorigin | segorigin-nocache | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
+  case $s in segorigin | segorigin-nocache | segorigin-noinline | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
 done
 
-tools=(go wrk)
+tools=(go wrk curl)
+CLIENT_PIN=()
+if ((PIN)); then
+  (($(nproc) >= 2)) || lt_die "-pin needs 2 CPUs"
+  tools+=(taskset)
+  export LT_SERVER_PIN="taskset -c 0" LT_NGINX_WORKERS=1
+  CLIENT_PIN=(taskset -c 1)
+fi
 [[ ,$SERVERS, == *,nginx,* ]] && tools+=(nginx)
 lt_need_tools "${tools[@]}"
 
@@ -125,16 +143,22 @@ MED=$WORK/medians.tsv
 LOGS=$WORK/logs
 mkdir -p "$LOGS"
 
-# wrk_run ADDR W SECONDS CHECKED LOG : one wrk run; prints its RESULT line.
+# wrk_run ADDR W SECONDS CHECKED LOG : one wrk run; prints its RESULT line
+# with client_ms= added: wrk's own CPU time (utime+stime), read as the
+# children's time of the shell that waited for it (/proc/PID/stat 16, 17).
 wrk_run() {
   local addr=$1 w=$2 secs=$3 checked=$4 log=$5 script
   script=$LT_REPO/loadtest/wrk/$(echo "$w" | tr W w).lua
   local env=(env -u WRK_NOCHECK)
   [ "$checked" = 1 ] || env=(env WRK_NOCHECK=1)
-  # shellcheck disable=SC2046
-  "${env[@]}" timeout $((secs + 30)) wrk -t"$THREADS" -c"$CONNS" -d"${secs}s" --latency \
-    -s "$script" "http://$addr" -- $(lt_wrk_args "$DIR" "$w") >"$log" 2>&1 || true
-  grep "^RESULT" "$log" | tail -1 || echo "RESULT failed=1 unexpected=1"
+  local ticks
+  # shellcheck disable=SC2046,SC2016
+  ticks=$(bash -c 'log=$1; shift; "$@" >"$log" 2>&1; read -r rest </proc/$$/stat; rest=${rest##*) }; read -r -a f <<<"$rest"; echo $((f[13] + f[14]))' _ \
+    "$log" "${env[@]}" "${CLIENT_PIN[@]}" timeout $((secs + 30)) wrk -t"$THREADS" -c"$CONNS" -d"${secs}s" --latency \
+    -s "$script" "http://$addr" -- $(lt_wrk_args "$DIR" "$w")) || true
+  local res
+  res=$(grep "^RESULT" "$log" | tail -1) || res="RESULT failed=1 unexpected=1"
+  echo "$res client_ms=$((${ticks:-0} * 1000 / TICK))"
 }
 
 # measure ROUND SERVER PID ADDR W : warm-up, then the timed run with the
@@ -142,6 +166,10 @@ wrk_run() {
 measure() {
   local round=$1 srv=$2 pid=$3 addr=$4 w=$5 helper="" idle_line=""
   local tag=$LOGS/r$round-$srv-$w
+  if [ "$w" = W6 ]; then
+    lt_validators "$addr" "$DIR" "$tag-validators.txt"
+    export LT_VALIDATORS=$tag-validators.txt
+  fi
   if [ "$w" = W5 ]; then
     "$WORK/bin/client" -url "http://$addr" -sessions 0 -idle "$IDLE" -idle-path /w4/p00.m3u8 \
       -duration $((WARMUP + DUR + 30))s >"$tag-idle.out" 2>"$tag-idle.err" &
@@ -171,10 +199,11 @@ measure() {
   fi
   local cpu_ms=$(((c1 - c0) * 1000 / TICK))
   local unexpected=$(($(lt_kv "$warm" unexpected) + $(lt_kv "$res" unexpected)))
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' \
     "$round" "$w" "$srv" "$(lt_kv "$res" rps)" "$(lt_kv "$res" mibps)" "$(lt_kv "$res" p99_us)" \
     "$cpu_ms" "$(lt_kv "$res" bytes)" "$(lt_kv "$res" requests)" "$unexpected" \
-    "$(lt_kv "$res" socket_errors)" "$rss" "$(lt_kv "$idle_line" idle_open)" "$(lt_kv "$idle_line" idle_lost)" >>"$RAW"
+    "$(lt_kv "$res" socket_errors)" "$rss" "$(lt_kv "$idle_line" idle_open)" "$(lt_kv "$idle_line" idle_lost)" \
+    "$(lt_kv "$res" client_ms)" >>"$RAW"
   printf '  %-10s %-3s %9s req/s %9s MiB/s  p99 %7s µs  cpu %6s ms  unexpected %s\n' \
     "$srv" "$w" "$(lt_kv "$res" rps)" "$(lt_kv "$res" mibps)" "$(lt_kv "$res" p99_us)" "$cpu_ms" "$unexpected" >&2
 }
@@ -202,9 +231,16 @@ report() {
   echo "segorigin compare, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')), Linux $(uname -r)"
   echo "servers: $(lt_segorigin_label), $("$(lt_nginx_bin)" -v 2>&1 | sed 's/.*version: //') (worker_processes auto), net/http $(go env GOVERSION), fasthttp.FS"
   echo "client: $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}') -t$THREADS -c$CONNS, ${DUR} s per run, $ROUNDS round(s), order alternating; checks: $CHECK"
+  if ((PIN)); then
+    echo "pinned: server on CPU 0 (nginx 1 worker; Go GOMAXPROCS 1), wrk on CPU 1 (taskset)"
+  else
+    echo "unpinned: servers and wrk share all CPUs (nginx worker_processes auto)"
+  fi
   echo "command: bash loadtest/compare.sh $*"
   echo "MiB/s counts what wrk read (headers too); cpu = utime+stime of the server and its children"
-  echo "during the timed run; medians over rounds; ratios = median / segorigin median (below 1 is better for p99 and cpu)."
+  echo "during the timed run; +client = that plus wrk's own CPU per GiB (on loopback the receiver's TCP work"
+  echo "is billed to the sender: compare W1/W2 by it); medians over rounds;"
+  echo "ratios = median / segorigin median (below 1 is better for p99 and cpu)."
   awk -F'\t' -v medfile="$MED" -v servers="$SERVERS" -v workloads="$(IFS=,; echo "${WL[*]}")" -v idle="$IDLE" '
     function median(key,    n, i, j, t, a) {
       n = cnt[key]
@@ -222,11 +258,13 @@ report() {
       desc["W3"] = "full GET of random 64 KiB parts"
       desc["W4"] = "1 KiB playlists"
       desc["W5"] = "W1 beside " idle " idle keep-alive connections"
+      desc["W6"] = "conditional GET of 1 KiB and 64 KiB files with the current validator (304)"
     }
     {
       w = $2; s = $3
       add(w, s, "rps", $4); add(w, s, "mibps", $5); add(w, s, "p99", $6 / 1000)
       add(w, s, "msgib", $8 > 0 ? $7 / ($8 / 1073741824) : 0)
+      add(w, s, "allgib", $8 > 0 ? ($7 + $15) / ($8 / 1073741824) : 0)
       add(w, s, "usreq", $9 > 0 ? $7 * 1000 / $9 : 0)
       add(w, s, "rss", $12 / 1024); add(w, s, "idleopen", $13); add(w, s, "idlelost", $14)
       unexp[w, s] += $10; sockerr[w, s] += $11
@@ -239,8 +277,8 @@ report() {
         w = wl[x]
         printf "\n%s: %s\n", w, desc[w]
         # µ and × are two bytes in UTF-8 and awk pads by bytes: widths +1.
-        printf "%-11s %9s %9s %8s %10s %11s   %s\n", "", "", "", "", "cpu", "cpu", "ratio to " base
-        printf "%-11s %9s %9s %8s %10s %11s %7s %7s %7s %7s %8s %8s %10s\n", "server", "req/s", "MiB/s", "p99 ms", "ms/GiB", "µs/req", "req/s", "MiB/s", "p99", "ms/GiB", "µs/req", "rss MiB", "unexpected"
+        printf "%-18s %9s %9s %8s %10s %10s %11s   %s\n", "", "", "", "", "cpu", "+client", "cpu", "ratio to " base
+        printf "%-18s %9s %9s %8s %10s %10s %11s %7s %7s %7s %7s %7s %8s %8s %10s\n", "server", "req/s", "MiB/s", "p99 ms", "ms/GiB", "ms/GiB", "µs/req", "req/s", "MiB/s", "p99", "ms/GiB", "+client", "µs/req", "rss MiB", "unexpected"
         for (k = 1; k <= ns; k++) {
           s = sv[k]
           if (!((w, s, "rps") in cnt)) continue
@@ -248,10 +286,11 @@ report() {
           g = median(w SUBSEP s SUBSEP "msgib"); u = median(w SUBSEP s SUBSEP "usreq"); rs = median(w SUBSEP s SUBSEP "rss")
           br = median(w SUBSEP base SUBSEP "rps"); bm = median(w SUBSEP base SUBSEP "mibps"); bp = median(w SUBSEP base SUBSEP "p99")
           bg = median(w SUBSEP base SUBSEP "msgib"); bu = median(w SUBSEP base SUBSEP "usreq")
+          a = median(w SUBSEP s SUBSEP "allgib"); ba = median(w SUBSEP base SUBSEP "allgib")
           flag = unexp[w, s] + 0
           if (sockerr[w, s] > 0) flag = flag " (" sockerr[w, s] " socket err)"
-          printf "%-11s %9.0f %9.1f %8.2f %10.1f %10.1f %7s %7s %7s %7s %7s %8.0f %10s\n", s, r, m, p, g, u, ratio(r, br), ratio(m, bm), ratio(p, bp), ratio(g, bg), ratio(u, bu), rs, flag
-          printf "%s\t%s\t%.1f\t%.2f\t%.3f\t%.2f\t%.2f\t%.1f\t%d\n", w, s, r, m, p, g, u, rs, unexp[w, s] > medfile
+          printf "%-18s %9.0f %9.1f %8.2f %10.1f %10.1f %10.1f %7s %7s %7s %7s %7s %7s %8.0f %10s\n", s, r, m, p, g, a, u, ratio(r, br), ratio(m, bm), ratio(p, bp), ratio(g, bg), ratio(a, ba), ratio(u, bu), rs, flag
+          printf "%s\t%s\t%.1f\t%.2f\t%.3f\t%.2f\t%.2f\t%.1f\t%d\t%.2f\n", w, s, r, m, p, g, u, rs, unexp[w, s], a > medfile
         }
         if (w == "W5") {
           for (k = 1; k <= ns; k++) {
@@ -271,7 +310,7 @@ fi
 report "${ARGS[@]}" | tee "$OUT"
 cp "$RAW" "${OUT%.txt}.runs.tsv"
 {
-  printf 'workload\tserver\trps\tmibps\tp99_ms\tcpu_ms_per_gib\tcpu_us_per_req\trss_mib\tunexpected\n'
+  printf 'workload\tserver\trps\tmibps\tp99_ms\tcpu_ms_per_gib\tcpu_us_per_req\trss_mib\tunexpected\tcpu_with_client_ms_per_gib\n'
   cat "$MED"
 } >"${OUT%.txt}.tsv"
 echo >&2

@@ -76,6 +76,7 @@ lt_generate() {
   for w in "$@"; do
     case $w in
     W5) want+=(W1 W4) ;;
+    W6) want+=(W3 W4) ;;
     *) want+=("$w") ;;
     esac
   done
@@ -102,8 +103,33 @@ lt_wrk_args() {
     ;;
   W3) files=("$dir"/w3/*) ;;
   W4) files=("$dir"/w4/*) ;;
+  W6)
+    echo "${LT_VALIDATORS:?lt_validators first}"
+    return
+    ;;
   esac
   echo "${#files[@]} $(stat -c %s "${files[0]}")"
+}
+
+# lt_validators ADDR DIR OUT : W6's requests for the server at ADDR: for the
+# 10 W4 playlists and 10 W3 parts in DIR, the validator that server sends,
+# as "PATH<TAB>HEADER<TAB>VALUE" lines in OUT: If-None-Match with its ETag,
+# or If-Modified-Since with its Last-Modified when it sends no ETag.
+lt_validators() {
+  local addr=$1 dir=$2 out=$3 urls=() f
+  for f in $(cd "$dir" && ls w4/* | head -10) $(cd "$dir" && ls w3/* | head -10); do
+    urls+=("http://$addr/$f")
+  done
+  curl -s -o /dev/null -D - -w 'URL %{url_effective}\n' "${urls[@]}" | tr -d '\r' | awk -v host="http://$addr" '
+    tolower($1) == "etag:" { etag = substr($0, index($0, ":") + 2) }
+    tolower($1) == "last-modified:" { lm = substr($0, index($0, ":") + 2) }
+    $1 == "URL" {
+      path = substr($2, length(host) + 1)
+      if (etag != "") printf "%s\tIf-None-Match\t%s\n", path, etag
+      else if (lm != "") printf "%s\tIf-Modified-Since\t%s\n", path, lm
+      etag = ""; lm = ""
+    }' >"$out"
+  [ -s "$out" ] || lt_die "no validators from $addr"
 }
 
 # lt_wait_addr LOG : waits (at most 10 s) for "addr=127.0.0.1:PORT" in a
@@ -213,7 +239,7 @@ lt_start() {
   mkdir -p "$work"
   LT_ADDR="" LT_PID=""
   case $name in
-  segorigin | segorigin-nocache | nethttp | fasthttpfs)
+  segorigin | segorigin-nocache | segorigin-noinline | nethttp | fasthttpfs)
     local extra=() exe=$name
     if [[ $name == segorigin* ]] && [ -n "${SEGORIGIN_FLAGS:-}" ]; then
       read -r -a extra <<<"$SEGORIGIN_FLAGS"
@@ -222,8 +248,12 @@ lt_start() {
       exe=segorigin
       extra+=(-cache-files 0)
     fi
+    if [ "$name" = segorigin-noinline ]; then # small files by sendfile, to choose -inline-max
+      exe=segorigin
+      extra+=(-inline-max 0)
+    fi
     : >"$work/$name.log"
-    ${LT_WRAP:-} "$bin/$exe" -root "$root" -listen 127.0.0.1:0 "${extra[@]}" 2>"$work/$name.log" &
+    ${LT_WRAP:-} ${LT_SERVER_PIN:-} "$bin/$exe" -root "$root" -listen 127.0.0.1:0 "${extra[@]}" 2>"$work/$name.log" &
     LT_PID=$!
     LT_PIDS+=("$LT_PID")
     LT_ADDR=$(lt_wait_addr "$work/$name.log") || {
@@ -237,7 +267,7 @@ lt_start() {
       port=$(lt_free_port)
       lt_nginx_conf "$work/nginx" "$root" "$port"
       : >"$work/nginx/error.log"
-      ${LT_WRAP:-} "$(lt_nginx_bin)" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" \
+      ${LT_WRAP:-} ${LT_SERVER_PIN:-} "$(lt_nginx_bin)" -p "$work/nginx" -c "$work/nginx/nginx.conf" -e "$work/nginx/error.log" \
         2>"$work/nginx/stderr.log" &
       LT_PID=$!
       LT_PIDS+=("$LT_PID")

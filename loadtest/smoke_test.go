@@ -241,7 +241,7 @@ func TestSmoke(t *testing.T) {
 	t.Run("compare.sh", func(t *testing.T) {
 		outFile := filepath.Join(t.TempDir(), "compare.txt")
 		out, err := run(t, 120*time.Second, []string{"SEGORIGIN_BIN=" + server}, "bash", "loadtest/compare.sh",
-			"-d", "1", "-rounds", "1", "-workloads", "W4", "-dir", data, "-o", outFile)
+			"-d", "1", "-rounds", "1", "-workloads", "W4,W6", "-dir", data, "-o", outFile)
 		if err != nil {
 			t.Fatalf("compare.sh: %v\n%s", err, out)
 		}
@@ -249,16 +249,19 @@ func TestSmoke(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(table), "W4: 1 KiB playlists") {
-			t.Fatalf("compare.sh wrote no W4 table:\n%s", table)
+		w4, w6, ok := strings.Cut(string(table), "\nW6: ")
+		if !strings.Contains(w4, "W4: 1 KiB playlists") || !ok {
+			t.Fatalf("compare.sh wrote no W4 and W6 tables:\n%s", table)
 		}
-		for _, srv := range []string{"segorigin", "nginx", "nethttp", "fasthttpfs"} {
-			row := regexp.MustCompile(`(?m)^` + srv + ` +([0-9]+) .* ([0-9]+)$`).FindStringSubmatch(string(table))
-			if row == nil {
-				t.Fatalf("compare.sh: no row for %s in:\n%s", srv, table)
-			}
-			if row[1] == "0" || row[2] != "0" {
-				t.Errorf("compare.sh: %s row %q: want req/s > 0 and 0 unexpected", srv, row[0])
+		for _, section := range []string{w4, w6} {
+			for _, srv := range []string{"segorigin", "nginx", "nethttp", "fasthttpfs"} {
+				row := regexp.MustCompile(`(?m)^` + srv + ` +([0-9]+) .* ([0-9]+)$`).FindStringSubmatch(section)
+				if row == nil {
+					t.Fatalf("compare.sh: no row for %s in:\n%s", srv, section)
+				}
+				if row[1] == "0" || row[2] != "0" {
+					t.Errorf("compare.sh: %s row %q: want req/s > 0 and 0 unexpected (W6: every answer 304)", srv, row[0])
+				}
 			}
 		}
 	})

@@ -83,7 +83,7 @@ func TestAccessLogJSON(t *testing.T) {
 	// work landing (small bodies from memory): only the vocabulary is fixed.
 	for i := range lines {
 		switch lines[i]["via"] {
-		case "", "sendfile", "ktls", "copy":
+		case "", "sendfile", "ktls", "inline", "copy":
 		default:
 			t.Errorf("line %d via %q: not a documented body path", i, lines[i]["via"])
 		}

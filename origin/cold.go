@@ -56,6 +56,14 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 	if sp.Length == 0 {
 		return nil
 	}
+	if h.Bytes != nil {
+		// Inlined: the body is in memory, no page to wait for and no
+		// residency syscall (one send per small response).
+		if s.ra != nil {
+			s.ra.served(ctx, name, k, h, sp, true)
+		}
+		return nil
+	}
 	s.stats.Cold.Checked[k].Add(1)
 	resident, err := s.ensureResident(name, k, h, ranges.Span{Start: sp.Start, Length: min(sp.Length, coldFirstWindow)})
 	if resident {

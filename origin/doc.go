@@ -30,11 +30,17 @@
 //
 // # Body paths
 //
-// A body is sent by exactly one of two writers (transport.go), chosen per
-// response by the connection's type (*conn.TCP, or conn.KernelTLS for an
-// HTTPS socket the kernel seals), never by hoping types line up inside
-// fasthttp:
+// A body is sent by exactly one of three writers (transport.go), chosen
+// per response by the file (inlined or not) and the connection's type
+// (*conn.TCP, or conn.KernelTLS for an HTTPS socket the kernel seals),
+// never by hoping types line up inside fasthttp:
 //
+//   - inline (a file the cache holds in memory, Handle.Bytes): on plain TCP
+//     and kTLS the body is the connection's tail: the socket's next Write,
+//     fasthttp's header flush, sends header and body with one writev
+//     (conn.TCP.SetTail; the socket makes sure it is that flush). On
+//     userspace TLS WriteTo puts the body into fasthttp's buffer behind the
+//     header. Multipart bodies of such a file are assembled in memory.
 //   - sendfileWriter (plain TCP or kTLS, Linux): the header leaves with
 //     MSG_MORE (conn.TCP.CorkHeader), each span with sendfile(2)
 //     (conn.TCP.Sendfile) from the cached fd at an explicit offset (the
@@ -73,7 +79,8 @@
 //
 // # File descriptor ownership
 //
-// The handler acquires a *cache.Handle. For GET with a body it hands the
+// The handler acquires a *cache.Handle (by a cache key in a pooled buffer:
+// nothing may keep that string past the handler). For GET with a body it hands the
 // handle to a pooled bodyStream, whose Close (always called by fasthttp,
 // for HEAD and on errors too) releases it; every other answer releases it
 // in the handler. The cache closes the fd only when it has dropped the

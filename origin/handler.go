@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"time"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
@@ -57,7 +58,6 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 		return kindOther, false
 	}
 	s.countCMCD(ctx, &rh)
-	var scratch [256]byte
 	raw := ctx.URI().PathOriginal()
 	if len(raw) == 0 {
 		// Absolute-form with an empty path ("GET http://host?q"): fasthttp
@@ -67,7 +67,14 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 		// the absolute-form: its path is "/".
 		raw = slash
 	}
-	name, err := cleanPath(scratch[:0], raw)
+	// The cache key lives in a pooled buffer, not a new string: a
+	// request allocates nothing. name aliases that buffer until route
+	// returns, so nothing below may keep it (the cache copies the names it
+	// lists; logging formats synchronously; the body stream never sees it).
+	sp := s.pathPool.Get().(*[pathScratch]byte)
+	defer s.pathPool.Put(sp)
+	key, err := cleanPathInto(sp[:0], raw)
+	name := unsafe.String(unsafe.SliceData(key), len(key))
 	if err == nil && !s.cfg.ServeDotfiles && hiddenSegment(name) {
 		err = errHiddenPath
 	}
@@ -213,6 +220,10 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 	s.attachBody(ctx, name, mt.kind, h, spans, mp, total)
 	return mt.kind, true
 }
+
+// pathScratch is the size of a pooled path buffer; a longer decoded path
+// grows into a fresh one for that request.
+const pathScratch = 256
 
 // setValidators writes the headers a 200, 206 and 304 share: RFC 9110
 // §15.4.5 says a 304 carries the ETag, Cache-Control and Date the 200 would.

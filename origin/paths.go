@@ -31,15 +31,22 @@ var (
 // directories are never served, so that a file is reachable under one
 // cache key and not also under its name plus a trailing slash.
 //
-// scratch is working space (a stack array in the caller avoids an
-// allocation per request); only the returned string survives.
+// scratch is working space; only the returned string survives.
 func cleanPath(scratch []byte, raw []byte) (string, error) {
+	b, err := cleanPathInto(scratch, raw)
+	return string(b), err
+}
+
+// cleanPathInto is cleanPath returning the key in scratch's memory: the
+// handler looks it up without allocating a string per request (see
+// Server.route).
+func cleanPathInto(scratch []byte, raw []byte) ([]byte, error) {
 	if len(raw) == 0 || raw[0] != '/' {
-		return "", errBadPath
+		return nil, errBadPath
 	}
 	dec, err := percentDecode(scratch[:0], raw)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	dirPath := namesDirectory(dec)
 	// Remove dot segments in place: out grows behind the read position.
@@ -60,7 +67,7 @@ func cleanPath(scratch []byte, raw []byte) (string, error) {
 		case len(seg) == 2 && seg[0] == '.' && seg[1] == '.':
 			k := lastSlash(out)
 			if k < 0 && len(out) == 0 {
-				return "", errPathEscapes
+				return nil, errPathEscapes
 			}
 			out = out[:max(k, 0)]
 			continue
@@ -71,9 +78,9 @@ func cleanPath(scratch []byte, raw []byte) (string, error) {
 		out = append(out, seg...)
 	}
 	if dirPath {
-		return "", errDirPath
+		return nil, errDirPath
 	}
-	return string(out), nil
+	return out, nil
 }
 
 // namesDirectory reports whether a decoded path ends in a directory-only

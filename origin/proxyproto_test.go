@@ -113,10 +113,16 @@ func TestProxyProtocolThenXFF(t *testing.T) {
 	if got := c.sendRaw(t, []byte(proxyV1Viewer), spoof); got != 200 {
 		t.Errorf("PROXY naming the viewer, spoofed XFF: status %d, want 200", got)
 	}
-	// The connection is still the *net.TCPConn underneath: sendfile serves.
-	waitFor(t, 5*time.Second, "the body sent by sendfile", func() bool {
-		return ts.srv.Stats().Transport.SendfileResponses.Load() == 1
+	// The connection is still the *conn.TCP underneath: the body leaves by
+	// the socket's own paths (this small file inline with its header in
+	// one writev, a larger one by sendfile), never the copy path.
+	tr := &ts.srv.Stats().Transport
+	waitFor(t, 5*time.Second, "the body sent inline or by sendfile", func() bool {
+		return tr.InlineResponses.Load()+tr.SendfileResponses.Load() == 1
 	})
+	if n := tr.CopyResponses.Load(); n != 0 {
+		t.Errorf("CopyResponses = %d behind a PROXY header, want 0", n)
+	}
 }
 
 // TestProxyProtocolPerIPLimit: -max-conns-per-ip counts connections under

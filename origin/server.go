@@ -59,6 +59,7 @@ type Server struct {
 	coldLog     rateLimitedLog // cold reads failing or refused, once per interval
 
 	streamPool sync.Pool // *bodyStream
+	pathPool   sync.Pool // *[pathScratch]byte: the cache key of a request, see route
 
 	cacheControl [3][]byte                 // Cache-Control value by kind, from cfg
 	errorCC      errorCacheControl         // Cache-Control of error responses by status, from cfg
@@ -99,6 +100,7 @@ func New(cfg Config) (*Server, error) {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }
+	s.pathPool.New = func() any { return new([pathScratch]byte) }
 	s.latency = newLatency()
 	for k := range s.latencyBy {
 		s.latencyBy[k] = s.latency.WithLabelValues(kind(k).String())
@@ -165,6 +167,8 @@ func New(cfg Config) (*Server, error) {
 		NegativeTTL:   cfg.NegativeTTL,
 		NegativeBytes: cfg.NegativeCacheBytes,
 		Revalidate:    revalidate,
+		InlineMax:     cfg.InlineMax,
+		InlineBudget:  cfg.InlineBudget,
 		Open:          s.open,
 		Stat:          s.stat,
 		Now:           cfg.Now,
@@ -225,6 +229,12 @@ func (s *Server) onWatchDegraded(degraded bool) {
 	s.cache.SetRevalidate(0)
 }
 
+// writeBufferSize is fasthttp's per-connection response buffer (its
+// default): headers, bodiless responses and small error bodies leave from
+// it in one write. Inline bodies do not pass through it (see writeTail),
+// so it need not hold them; isHeaderFlush relies on its size.
+const writeBufferSize = 4096
+
 func (s *Server) newFastHTTP() *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:                       s.handle,
@@ -236,6 +246,7 @@ func (s *Server) newFastHTTP() *fasthttp.Server {
 		IdleTimeout:                   s.cfg.IdleTimeout,
 		MaxRequestsPerConn:            s.cfg.MaxRequestsPerConn,
 		ReadBufferSize:                s.cfg.MaxHeaderBytes,
+		WriteBufferSize:               writeBufferSize,
 		MaxRequestBodySize:            64 << 10,
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,

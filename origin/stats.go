@@ -49,6 +49,8 @@ type TransportStats struct {
 	SendfileBytes     atomic.Int64
 	KTLSResponses     atomic.Int64 // bodies sent by sendfile(2) on a kTLS socket
 	KTLSBytes         atomic.Int64
+	InlineResponses   atomic.Int64 // bodies sent from the cache entry's memory, with the header in one send
+	InlineBytes       atomic.Int64
 	CopyResponses     atomic.Int64 // bodies sent by pread into a pooled buffer and write
 	CopyBytes         atomic.Int64
 	SendfileFallbacks atomic.Int64 // sendfile refused by the file system (EINVAL/ENOSYS): served by copy

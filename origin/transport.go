@@ -33,6 +33,14 @@ type bodyStream struct {
 	mp    *ranges.Multipart
 	total int64 // Content-Length: every byte WriteTo must send
 
+	// inline is the whole body in memory, for a file the cache inlined: a
+	// slice of h.Bytes, or the multipart body assembled in mbuf. tail is
+	// the socket whose next Write (fasthttp's header flush) carries it in
+	// the same writev; nil when WriteTo writes it into fasthttp's buffer.
+	inline []byte
+	tail   *conn.TCP
+	mbuf   []byte // multipart assembly buffer, kept with the pooled stream
+
 	sf   sendfileWriter // plain TCP and kTLS path (reused: no allocation per response)
 	cp   copyWriter     // userspace path
 	ktls bool           // sf serves a kTLS socket: count under KTLS
@@ -60,11 +68,69 @@ func (s *Server) attachBody(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 
 	bs.spans = append(bs.spans[:0], spans...)
 	bs.rpart, bs.rin, bs.rtail = 0, 0, 0
+	if h.Bytes != nil {
+		bs.attachInline(ctx, total)
+		return
+	}
 	ctx.Response.ImmediateHeaderFlush = true
 	if tc := conn.Socket(bs.conn); tc != nil && !s.cfg.DisableSendfile {
 		tc.CorkHeader()
 	}
 	ctx.Response.SetBodyStream(bs, int(total))
+}
+
+// attachInline prepares a body the cache holds in memory. On a socket we
+// write plaintext to (plain TCP, kTLS) the body rides on the header's own
+// write: fasthttp flushes the header (ImmediateHeaderFlush) and the
+// socket's Write sends header and body with one writev, so a small
+// response costs one send(2) and never shares a segment with nothing. On
+// userspace TLS, WriteTo puts the body into fasthttp's buffer after the
+// header, which fasthttp flushes once.
+func (b *bodyStream) attachInline(ctx *fasthttp.RequestCtx, total int64) {
+	b.inline = b.h.Bytes[b.spans[0].Start : b.spans[0].Start+b.spans[0].Length]
+	if b.mp != nil {
+		b.inline = b.assembleMultipart()
+	}
+	if tc := conn.Plaintext(b.conn); tc != nil && tc.SetTail(b.inline, writeBufferSize) {
+		b.tail = tc
+		ctx.Response.ImmediateHeaderFlush = true
+	}
+	ctx.Response.SetBodyStream(b, int(total))
+}
+
+// assembleMultipart builds a multipart/byteranges body of an inlined file
+// in b.mbuf: part headers, spans and trailer, exactly mp.Len() bytes.
+func (b *bodyStream) assembleMultipart() []byte {
+	buf := b.mbuf[:0]
+	for i := range b.mp.Parts() {
+		sp := b.mp.Span(i)
+		buf = append(buf, b.mp.PartHeader(i)...)
+		buf = append(buf, b.h.Bytes[sp.Start:sp.Start+sp.Length]...)
+	}
+	buf = append(buf, b.mp.Trailer()...)
+	b.mbuf = buf
+	return buf
+}
+
+// maxPooledMultipart bounds the assembly buffer a pooled stream keeps.
+const maxPooledMultipart = 256 << 10
+
+// writeInline finishes an inline body: on a tail socket the header's write
+// already carried it (or failed, and says how far it got); otherwise it is
+// written to fasthttp's writer w, behind the header.
+func (b *bodyStream) writeInline(w io.Writer) (int64, error) {
+	if b.tail == nil {
+		n, err := w.Write(b.inline)
+		return int64(n), err
+	}
+	sent, pending, err := b.tail.TakeTail()
+	if pending {
+		// The header went out without the body (no Write saw the tail):
+		// send the body on its own, still exactly Content-Length bytes.
+		n, err := b.conn.Write(b.inline)
+		return int64(n), err
+	}
+	return sent, err
 }
 
 // SupportsBodyWriteTo tells fasthttp that WriteTo may replace Read.
@@ -73,7 +139,15 @@ func (b *bodyStream) SupportsBodyWriteTo() bool { return true }
 // WriteTo sends the whole body to the connection. The writer fasthttp
 // passes is its buffered writer, already flushed; the body bypasses it so
 // that file bytes never pass through user space on the sendfile path.
-func (b *bodyStream) WriteTo(io.Writer) (int64, error) {
+func (b *bodyStream) WriteTo(fw io.Writer) (int64, error) {
+	if b.inline != nil {
+		n, err := b.writeInline(fw)
+		b.accountInline(n, err)
+		if err == nil && n != b.total {
+			err = io.ErrShortWrite
+		}
+		return n, err
+	}
 	var w bodyWriter = &b.cp
 	b.cp.reset(b.srv, b.conn)
 	b.ktls = false
@@ -123,6 +197,17 @@ func (b *bodyStream) send(w bodyWriter) (int64, error) {
 	return n + k, err
 }
 
+// accountInline counts an inline body.
+func (b *bodyStream) accountInline(n int64, err error) {
+	t := &b.srv.stats.Transport
+	b.sent, b.via = n, "inline"
+	t.InlineResponses.Add(1)
+	t.InlineBytes.Add(n)
+	if err != nil {
+		t.Aborted.Add(1)
+	}
+}
+
 // account counts the response under the path that sent its bytes.
 func (b *bodyStream) account(n int64, err error) {
 	t := &b.srv.stats.Transport
@@ -163,10 +248,17 @@ func (b *bodyStream) Close() error {
 	if tc := conn.Socket(b.conn); tc != nil {
 		tc.UncorkHeader()
 	}
+	if b.tail != nil {
+		b.tail.TakeTail() // a tail no write consumed must not ride on the next response
+	}
 	b.h.Release()
 	s := b.srv
 	s.finish(b.ctx, b.kind, b.sent, b.via)
 	b.srv, b.conn, b.name, b.h, b.mp, b.ctx = nil, nil, "", nil, nil, nil
+	b.inline, b.tail = nil, nil
+	if cap(b.mbuf) > maxPooledMultipart {
+		b.mbuf = nil
+	}
 	b.sf = sendfileWriter{}
 	b.cp = copyWriter{}
 	s.streamPool.Put(b)
@@ -246,6 +338,14 @@ func (w *sendfileWriter) span(h *cache.Handle, sp ranges.Span) (int64, error) {
 
 // Read produces the same bytes WriteTo sends, for callers that read.
 func (b *bodyStream) Read(p []byte) (int, error) {
+	if b.inline != nil {
+		if b.rin >= int64(len(b.inline)) {
+			return 0, io.EOF
+		}
+		n := copy(p, b.inline[b.rin:])
+		b.rin += int64(n)
+		return n, nil
+	}
 	if b.mp == nil {
 		sp := b.spans[0]
 		if b.rin >= sp.Length {

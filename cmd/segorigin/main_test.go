@@ -148,7 +148,80 @@ func straceCounts(t *testing.T, path string) map[string]int {
 	return counts
 }
 
+// TestSyscallsPerSmallResponse: a small file the cache inlined leaves in
+// one writev (header and body together), with no sendfile, sendmsg or file
+// read per request; bodiless answers and errors leave in one write.
+func TestSyscallsPerSmallResponse(t *testing.T) {
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Fatalf("strace not installed (make test installs it via .ci/deps): %v", err)
+	}
+	bin := testproc.Build(t, "./cmd/segorigin")
+	root := t.TempDir()
+	if err := synth.WriteFile(filepath.Join(root, "p.m3u8"), "p.m3u8", 1024); err != nil {
+		t.Fatal(err)
+	}
+	const few, many = 10, 210
+	type request struct {
+		name, method, target string
+		status               int
+		headers              []string
+		send                 string // the one send per response
+	}
+	run := func(n int, r request) map[string]int {
+		out := filepath.Join(t.TempDir(), "strace.txt")
+		p := start(t, "strace", "-f", "-qq", "-c", "-o", out, bin, "-listen", "127.0.0.1:0", "-root", root)
+		keepAliveRequests(t, p.Addr("http"), r.method, r.target, r.status, n, r.headers...)
+		p.Stop(t)
+		return straceCounts(t, out)
+	}
+	etag := func() string {
+		p := start(t, bin, "-listen", "127.0.0.1:0", "-root", root)
+		defer p.Stop(t)
+		resp, err := http.Get("http://" + p.Addr("http") + "/p.m3u8")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.Header.Get("ETag")
+	}()
+	for _, tc := range []request{
+		{"GET of an inlined 1 KiB file", "GET", "/p.m3u8", 200, nil, "writev"},
+		{"GET of a range of it", "GET", "/p.m3u8", 206, []string{"Range: bytes=0-1"}, "writev"},
+		{"304 (If-None-Match)", "GET", "/p.m3u8", 304, []string{"If-None-Match: " + etag}, "write"},
+		{"412 (If-Match)", "GET", "/p.m3u8", 412, []string{`If-Match: "other"`}, "write"},
+		{"416", "GET", "/p.m3u8", 416, []string{"Range: bytes=5000-"}, "write"},
+		{"HEAD", "HEAD", "/p.m3u8", 200, nil, "write"},
+		{"404", "GET", "/missing.m3u8", 404, nil, "write"},
+		{"OPTIONS", "OPTIONS", "/p.m3u8", 204, nil, "write"},
+	} {
+		a, b := run(few, tc), run(many, tc)
+		per := func(sc string) float64 { return float64(b[sc]-a[sc]) / (many - few) }
+		var table strings.Builder
+		for sc := range b {
+			if d := per(sc); d != 0 {
+				fmt.Fprintf(&table, "  %-14s %.2f\n", sc, d)
+			}
+		}
+		t.Logf("%s: syscalls per keep-alive request:\n%s", tc.name, table.String())
+		if d := per(tc.send); d < 0.95 || d > 1.05 {
+			t.Errorf("%s: %s per request = %.2f, want 1 (header and body in one send)", tc.name, tc.send, d)
+		}
+		for _, sc := range []string{"sendfile", "sendmsg", "pread64", "openat", "fstat", "newfstatat", "write", "writev"} {
+			if d := per(sc); sc != tc.send && d > 0.05 {
+				t.Errorf("%s: %s per request = %.2f, want 0", tc.name, sc, d)
+			}
+		}
+	}
+}
+
 func keepAliveGets(t *testing.T, addr, target string, n int) {
+	t.Helper()
+	keepAliveRequests(t, addr, "GET", target, 200, n)
+}
+
+// keepAliveRequests makes n requests on one connection, with extra header
+// lines, and checks each answers status.
+func keepAliveRequests(t *testing.T, addr, method, target string, status, n int, headers ...string) {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -156,16 +229,20 @@ func keepAliveGets(t *testing.T, addr, target string, n int) {
 	}
 	defer c.Close()
 	br := bufio.NewReader(c)
+	extra := strings.Join(headers, "\r\n")
+	if extra != "" {
+		extra += "\r\n"
+	}
 	for i := range n {
-		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", target)
-		resp, err := http.ReadResponse(br, nil)
+		fmt.Fprintf(c, "%s %s HTTP/1.1\r\nHost: t\r\n%s\r\n", method, target, extra)
+		resp, err := http.ReadResponse(br, &http.Request{Method: method})
 		if err != nil {
 			t.Fatalf("request %d: %v", i, err)
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("request %d: status %d", i, resp.StatusCode)
+		if resp.StatusCode != status {
+			t.Fatalf("%s %s %q, request %d: status %d, want %d", method, target, headers, i, resp.StatusCode, status)
 		}
 	}
 }

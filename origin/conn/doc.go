@@ -24,7 +24,9 @@
 //   - TCP (tcp.go, tcp_linux.go): every accepted TCP connection, with its
 //     RawConn kept, and the typed writes of the body paths: CorkHeader
 //     (the next Write, a response header, leaves with MSG_MORE so it shares
-//     a segment with the first body bytes), WriteMore, and Sendfile (a span
+//     a segment with the first body bytes), SetTail (a body in memory that
+//     the header's own write sends with it, in one writev), WriteMore, and
+//     Sendfile (a span
 //     of a file at an explicit offset: the fd's shared offset is never
 //     used; EAGAIN waits on Go's netpoller, which enforces the write
 //     deadline; a file that ends first is ErrTruncated, a file system
@@ -50,6 +52,24 @@
 // TLSStats), given at construction or its own, and logs to the
 // *slog.Logger given at construction, rate-limited where a flood is
 // possible.
+//
+// # The idle read
+//
+// Between keep-alive requests a connection pays one read(2) that returns
+// EAGAIN before Go's netpoller parks it (fasthttp's serveConn calls
+// br.Peek(1), which reads; poll.FD.Read tries read(2) first and waits on
+// EAGAIN). It stays, because the only public way to wait first,
+// syscall.RawConn.Read with a callback that declines its first call, is
+// not safe: poll.FD.RawRead resets the poller's readiness
+// (runtime_pollReset) before that first call, and epoll (edge-triggered)
+// reports no new event for bytes already in the socket. A request that
+// arrived while the server was still busy with the previous response,
+// with the poller having seen it meanwhile, would then wait for the idle
+// timeout. TestWaitBeforeReadLosesWakeup shows it (every attempt here
+// loses the request) and fails the day Go keeps readiness across
+// RawConn.Read. Under load the next request is usually in the socket
+// already and the read finds it: the EAGAIN read is a below-saturation
+// cost, about one syscall per request.
 //
 // # File descriptors and goroutines
 //

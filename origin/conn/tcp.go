@@ -32,6 +32,18 @@ type TCP struct {
 	// it with MSG_MORE. Touched only by the connection's goroutine.
 	more bool
 
+	// tail: a response body in memory that the next Write, the header's
+	// flush, sends after its bytes in the same writev (SetTail); tailBuf
+	// is the size of the caller's buffered writer; tailSent and tailErr are
+	// that write's outcome for the body. Touched only by the connection's
+	// goroutine.
+	tail     []byte
+	tailBuf  int
+	tailSent int64
+	tailErr  error
+	vec      [2][]byte   // writeTail's buffers, kept here so net.Buffers does not allocate
+	bufs     net.Buffers // writeTail's cursor over vec
+
 	// Per-call state of the RawConn callbacks, kept here so the callbacks
 	// can be method values bound once at accept (no closure per call).
 	op       ioOp
@@ -73,6 +85,19 @@ func (c *TCP) Close() error {
 	err := c.TCPConn.Close()
 	c.once.Do(func() { c.ln.releaseConn(c) })
 	return err
+}
+
+// Plaintext returns the socket that carries c's response bytes as they
+// are written: c itself on plain TCP, the socket under an HTTPS
+// connection whose records the kernel seals (KernelTLS), nil on
+// userspace TLS (where the socket carries ciphertext) or for a connection
+// no gate accepted. A body in memory may ride on its header's write there
+// (SetTail).
+func Plaintext(c net.Conn) *TCP {
+	if t, ok := c.(*TCP); ok {
+		return t
+	}
+	return KernelTLS(c)
 }
 
 // Socket returns the TCP connection under c: c itself when it is one, the
