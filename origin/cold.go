@@ -7,7 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
-	"segorigin/coldread"
+	"segorigin/origin/coldread"
 	"segorigin/ranges"
 )
 

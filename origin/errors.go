@@ -10,8 +10,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
-	"segorigin/coldread"
 	"segorigin/internal/ratelog"
+	"segorigin/origin/coldread"
 	"segorigin/ranges"
 )
 

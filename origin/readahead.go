@@ -15,9 +15,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
-	"segorigin/coldread"
 	"segorigin/origin/cmcd"
-	"segorigin/predict"
+	"segorigin/origin/coldread"
+	"segorigin/origin/predict"
 	"segorigin/ranges"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
-	"segorigin/coldread"
+	"segorigin/origin/coldread"
 	"segorigin/origin/conn"
 	"segorigin/watcher"
 )
