@@ -413,7 +413,9 @@ func (c *Cache) insertLocked(name string, h *Handle) {
 // openUncached opens name for one caller, without listing it: Release
 // closes it.
 func (c *Cache) openUncached(name string) (*Handle, error) {
-	h, err := c.openFile(name)
+	// The handle (and its *os.File) keep name, which may be the caller's
+	// reusable memory.
+	h, err := c.openFile(strings.Clone(name))
 	if err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ var ErrNotRegular = errors.New("cache: not a regular file")
 // are shared: never Read, Seek or Close File; use File.ReadAt (pread) or
 // sendfile with an explicit offset on [Handle.Fd].
 type Handle struct {
+	Name    string    // the cleaned name it was opened by, the cache's own copy (safe to keep)
 	File    *os.File  // shared descriptor; see the type comment
 	Size    int64     // st_size at open
 	ModTime time.Time // st_mtime at open
@@ -175,6 +176,7 @@ func newHandle(name string, f *os.File, openFiles *atomic.Int64, now int64) (*Ha
 		return nil, &fs.PathError{Op: "fstat", Path: name, Err: fmt.Errorf("no stat_t in %T", fi.Sys())}
 	}
 	h := &Handle{
+		Name:      name,
 		File:      f,
 		Size:      fi.Size(),
 		ModTime:   fi.ModTime(),

@@ -49,6 +49,10 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 	if s.cold == nil || !ctx.IsGet() {
 		return nil
 	}
+	// The caller's name aliases a pooled buffer valid only until route
+	// returns; the pool, the read-ahead and the body stream keep theirs,
+	// so they take the cache's own copy.
+	name = h.Name
 	sp := ranges.Span{Start: 0, Length: h.Size}
 	if len(spans) > 0 {
 		sp = spans[0]

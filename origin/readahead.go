@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/valyala/fasthttp"
@@ -181,8 +182,13 @@ func (ra *readAhead) served(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 	if ra.cfg.Template && !listed && sp.Start == 0 && sp.Length == h.Size {
 		// Only for whole files a playlist does not list: the numbering
 		// is a guess, and a playlist that lists the file knows better.
-		if next, ok := predict.NextNumber(name); ok {
-			ra.submit(predict.Entry{Name: next, Off: 0, Len: -1}, srcTemplate)
+		var buf [256]byte
+		if next, ok := predict.AppendNextNumber(buf[:0], name); ok {
+			// Looked up through the scratch; copied only when submitted.
+			key := unsafe.String(unsafe.SliceData(next), len(next))
+			if !ra.issued.Contains(raKey{key, 0}) {
+				ra.submit(predict.Entry{Name: string(next), Off: 0, Len: -1}, srcTemplate)
+			}
 		}
 	}
 }

@@ -63,7 +63,7 @@ var _ fasthttp.BodyWriterTo = (*bodyStream)(nil)
 // the response body.
 func (s *Server) attachBody(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, spans []ranges.Span, mp *ranges.Multipart, total int64) {
 	bs := s.streamPool.Get().(*bodyStream)
-	bs.srv, bs.conn, bs.name, bs.h, bs.mp, bs.total = s, ctx.Conn(), name, h, mp, total
+	bs.srv, bs.conn, bs.name, bs.h, bs.mp, bs.total = s, ctx.Conn(), h.Name, h, mp, total // h.Name: the caller's name is reused after route
 	bs.ctx, bs.kind, bs.sent, bs.via = ctx, k, 0, ""
 
 	bs.spans = append(bs.spans[:0], spans...)

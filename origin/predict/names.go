@@ -74,32 +74,61 @@ func climbs(p string) bool {
 // one, keeping its zero padding ("chunk-0-009.m4s" → "chunk-0-010.m4s").
 // Initialization segments (a name containing "init") have no next.
 func NextNumber(name string) (string, bool) {
-	dir, file := path.Split(name)
-	if strings.Contains(strings.ToLower(file), "init") {
+	var buf [128]byte
+	b, ok := AppendNextNumber(buf[:0], name)
+	if !ok {
 		return "", false
+	}
+	return string(b), true
+}
+
+// AppendNextNumber is NextNumber appending to dst: the server asks it for
+// every whole segment it sends, and most answers are already known, so
+// the name is built in the caller's scratch and only copied when kept.
+func AppendNextNumber(dst []byte, name string) ([]byte, bool) {
+	dir, file := path.Split(name)
+	if containsFold(file, "init") {
+		return dst, false
 	}
 	ext := path.Ext(file) // ".m4s" has a digit that is not the number
 	file = file[:len(file)-len(ext)]
 	end := strings.LastIndexAny(file, "0123456789")
 	if end < 0 {
-		return "", false
+		return dst, false
 	}
 	start := end
 	for start > 0 && file[start-1] >= '0' && file[start-1] <= '9' {
 		start--
 	}
-	digits := []byte(file[start : end+1])
-	if len(digits) > 18 {
-		return "", false
+	if end+1-start > 18 {
+		return dst, false
 	}
-	i := len(digits) - 1
-	for ; i >= 0 && digits[i] == '9'; i-- {
-		digits[i] = '0'
+	dst = append(dst, dir...)
+	dst = append(dst, file[:start]...)
+	d := len(dst)
+	dst = append(dst, file[start:end+1]...)
+	i := len(dst) - 1
+	for ; i >= d && dst[i] == '9'; i-- {
+		dst[i] = '0'
 	}
-	if i < 0 {
-		digits = append([]byte{'1'}, digits...)
+	if i < d {
+		dst = append(dst, 0)
+		copy(dst[d+1:], dst[d:])
+		dst[d] = '1'
 	} else {
-		digits[i]++
+		dst[i]++
 	}
-	return dir + file[:start] + string(digits) + file[end+1:] + ext, true
+	dst = append(dst, file[end+1:]...)
+	return append(dst, ext...), true
+}
+
+// containsFold reports whether s contains the lower-case ASCII sub in any
+// case, without the allocation of strings.ToLower.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
