@@ -2,6 +2,7 @@ package origin_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -37,7 +38,6 @@ func TestMetricsEndpoint(t *testing.T) {
 		`segorigin_root_available 1`,
 		`segorigin_root_unavailable_total 0`,
 		`segorigin_file_responses_total{kind="segment"} 2`,
-		`segorigin_cache_operations_total{op="hit"} 1`,
 		`segorigin_cold_checked_total{kind="segment"} 2`,
 		`segorigin_cold_resident_total{kind="segment"} 2`,
 		`segorigin_cache_operations_total{op="negative_hit"} 0`,
@@ -47,6 +47,10 @@ func TestMetricsEndpoint(t *testing.T) {
 		`segorigin_proxy_protocol_total{outcome="accepted"} 0`,
 		`go_goroutines`,
 		`process_open_fds`,
+		// The second GET of seg.m4s is a hit unless a late watcher
+		// event for the file just written invalidated it: the metric
+		// must say what the cache counted, whichever happened.
+		fmt.Sprintf(`segorigin_cache_operations_total{op="hit"} %d`, ts.srv.CacheStats().Hits),
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)

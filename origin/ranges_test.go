@@ -5,8 +5,11 @@ import (
 	"io"
 	"mime"
 	"mime/multipart"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"segorigin/origin"
 )
@@ -17,6 +20,16 @@ func rangeRoot(t *testing.T) *testServer {
 	writeFile(t, ts.root, "test/digits.txt", "0123456789")
 	writeSynth(t, ts.root, "seg.m4s", 100_000)
 	writeFile(t, ts.root, "empty.bin", "")
+	// Published an hour ago: a file written just now can have an mtime
+	// later than the server's (lagging) Date, and is then sent with the
+	// Date as its Last-Modified (RFC 9110 §8.8.2.1), which moves between
+	// two requests; these tests compare validators across requests.
+	past := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for _, f := range []string{"test/digits.txt", "seg.m4s", "empty.bin"} {
+		if err := os.Chtimes(filepath.Join(ts.root, filepath.FromSlash(f)), past, past); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return ts
 }
 
