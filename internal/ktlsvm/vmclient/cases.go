@@ -232,19 +232,19 @@ func (r *runState) pipelined(c ktlsvm.Combo) error {
 		return err
 	}
 	checks := []struct {
-		method string
-		check  func(*http.Response, []byte) error
+		method, path string
+		check        func(*http.Response, []byte) error
 	}{
-		{"GET", func(resp *http.Response, b []byte) error { return wantFull(resp, b, play) }},
-		{"GET", func(resp *http.Response, b []byte) error { return wantRange(resp, b, seg, span{16380, 16390}) }},
-		{"HEAD", func(resp *http.Response, b []byte) error { return wantStatus(resp, http.StatusOK) }},
-		{"GET", func(resp *http.Response, b []byte) error {
+		{"GET", "/play.m3u8", func(resp *http.Response, b []byte) error { return wantFull(resp, b, play) }},
+		{"GET", "/seg.m4s", func(resp *http.Response, b []byte) error { return wantRange(resp, b, seg, span{16380, 16390}) }},
+		{"HEAD", "/seg.m4s", func(resp *http.Response, b []byte) error { return wantStatus(resp, http.StatusOK) }},
+		{"GET", "/seg.m4s", func(resp *http.Response, b []byte) error {
 			return wantMultipart(resp, b, seg, []span{{0, 99}, {20000, 40000}})
 		}},
-		{"GET", func(resp *http.Response, b []byte) error { return wantFull(resp, b, seg) }},
+		{"GET", "/seg.m4s", func(resp *http.Response, b []byte) error { return wantFull(resp, b, seg) }},
 	}
 	for i, ch := range checks {
-		resp, body, err := cn.response(ch.method)
+		resp, body, err := cn.response(ch.method, ch.path)
 		if err == nil {
 			err = ch.check(resp, body)
 		}
@@ -292,12 +292,12 @@ func (r *runState) slowReader(c ktlsvm.Combo) error {
 			break
 		}
 		if err != nil {
-			r.v4.tally.cut(int64(len(big)))
+			r.v4.cut("/big.ts", int64(len(big)))
 			return fmt.Errorf("body after %d bytes: %w", len(body), err)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
-	r.v4.tally.body(int64(len(body)))
+	r.v4.body("/big.ts", int64(len(body)))
 	if err := sameBytes("slow body", body, big); err != nil {
 		return err
 	}
@@ -321,7 +321,7 @@ func (r *runState) abort(c ktlsvm.Combo) error {
 		cn.raw.Close()
 		return err
 	}
-	r.v4.tally.cut(int64(len(big)))
+	r.v4.cut("/big.ts", int64(len(big)))
 	head := make([]byte, 16<<10)
 	_, err = io.ReadFull(resp.Body, head)
 	cn.raw.SetLinger(0) // close with RST, mid-body
@@ -379,7 +379,7 @@ func (r *runState) writeTimeout(c ktlsvm.Combo) error {
 	if err != nil {
 		return err
 	}
-	r.v6.tally.cut(int64(len(big)))
+	r.v6.cut("/big.ts", int64(len(big)))
 	time.Sleep(writeTimeout + 1500*time.Millisecond)
 	body, err := io.ReadAll(resp.Body)
 	var ne net.Error
@@ -394,9 +394,11 @@ func (r *runState) writeTimeout(c ktlsvm.Combo) error {
 	return sameBytes(fmt.Sprintf("the %d bytes before the timeout (%v)", len(body), err), body, big[:len(body)])
 }
 
-// ipv6: full and multi-range bodies over ::1.
+// ipv6: full and multi-range bodies over ::1, of a file sent by sendfile
+// and of one sent inline (the playlist, at most -inline-max: its
+// multipart body is assembled in memory).
 func (r *runState) ipv6(c ktlsvm.Combo) error {
-	seg := r.media["seg.m4s"]
+	seg, play := r.media["seg.m4s"], r.media["play.m3u8"]
 	cn, err := dial(r.v6, c, dialOpts{})
 	if err != nil {
 		return err
@@ -413,10 +415,24 @@ func (r *runState) ipv6(c ktlsvm.Combo) error {
 		return err
 	}
 	resp, body, err = cn.do("GET", "/seg.m4s", "Range: bytes=16383-16384,50000-70000")
+	if err == nil {
+		err = wantMultipart(resp, body, seg, []span{{16383, 16384}, {50000, 70000}})
+	}
 	if err != nil {
 		return err
 	}
-	return wantMultipart(resp, body, seg, []span{{16383, 16384}, {50000, 70000}})
+	resp, body, err = cn.do("GET", "/play.m3u8")
+	if err == nil {
+		err = wantFull(resp, body, play)
+	}
+	if err != nil {
+		return err
+	}
+	resp, body, err = cn.do("GET", "/play.m3u8", "Range: bytes=0-99,500-")
+	if err != nil {
+		return err
+	}
+	return wantMultipart(resp, body, play, []span{{0, 99}, {500, int64(len(play)) - 1}})
 }
 
 // hrr: a handshake with a HelloRetryRequest (RFC 8446 §4.1.4), then

@@ -149,16 +149,17 @@ func request(method, path string, headers ...string) string {
 	return b.String()
 }
 
-// response reads one response to a request of method and its whole body,
-// and counts a file body (a GET answered 200 or 206) on the server's tally.
-func (cn *conn) response(method string) (*http.Response, []byte, error) {
+// response reads one response to a request of method for path and its
+// whole body, and counts a file body (a GET answered 200 or 206) on the
+// server's tally, on the path the file's size says.
+func (cn *conn) response(method, path string) (*http.Response, []byte, error) {
 	resp, err := http.ReadResponse(cn.br, &http.Request{Method: method})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: read response: %w", method, err)
 	}
 	body, err := io.ReadAll(resp.Body)
 	if method == http.MethodGet && (resp.StatusCode == http.StatusOK || resp.StatusCode == http.StatusPartialContent) {
-		cn.srv.tally.body(int64(len(body)))
+		cn.srv.body(path, int64(len(body)))
 	}
 	if err != nil {
 		return resp, body, fmt.Errorf("%s: body after %d bytes: %w", method, len(body), err)
@@ -171,7 +172,7 @@ func (cn *conn) do(method, path string, headers ...string) (*http.Response, []by
 	if _, err := io.WriteString(cn.tc, request(method, path, headers...)); err != nil {
 		return nil, nil, fmt.Errorf("write request: %w", err)
 	}
-	return cn.response(method)
+	return cn.response(method, path)
 }
 
 // expectCloseNotify: the server's next (and last) record is a

@@ -98,10 +98,10 @@ func (r *runState) drainFinish(d *draining, big []byte) error {
 	defer d.busy.raw.Close()
 	body, err := io.ReadAll(d.resp.Body)
 	if err != nil {
-		r.v4.tally.cut(int64(len(big)))
+		r.v4.cut("/big.ts", int64(len(big)))
 		return fmt.Errorf("the response in flight at SIGTERM: after %d bytes: %w", len(body), err)
 	}
-	r.v4.tally.body(int64(len(body)))
+	r.v4.body("/big.ts", int64(len(body)))
 	if err := sameBytes("the response in flight at SIGTERM", body, big); err != nil {
 		return err
 	}

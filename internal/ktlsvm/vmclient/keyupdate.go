@@ -43,7 +43,7 @@ func (r *runState) keyUpdate(c ktlsvm.Combo, requested bool) error {
 	if err := w.write(cn, ktls.RecordApplicationData, []byte(request("GET", "/play.m3u8"))); err != nil {
 		return err
 	}
-	resp, body, err := cn.response("GET")
+	resp, body, err := cn.response("GET", "/play.m3u8")
 	if err == nil {
 		err = wantFull(resp, body, play)
 	}
@@ -73,7 +73,7 @@ func (r *runState) keyUpdate(c ktlsvm.Combo, requested bool) error {
 			}
 			return nil
 		}
-		resp, body, err := cn.response("GET")
+		resp, body, err := cn.response("GET", "/seg.m4s")
 		if err == nil {
 			err = wantRange(resp, body, seg, sp)
 		}

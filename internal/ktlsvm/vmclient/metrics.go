@@ -18,13 +18,43 @@ import (
 // kernel on a loopback connection.
 const probeSessions = 3
 
-// bodyPaths are the transport paths: the one a run's bodies must take
-// (ktls, or copy with -ktls off) and the others, which must stay at 0.
+// bodyPaths are the transport paths: the one a run's bodies of files over
+// -inline-max must take (ktls, or copy with -ktls off) and the others,
+// which must stay at 0. Bodies of smaller files take path "inline" in
+// every run (see inlineMax).
 func (r *runState) bodyPaths() (want string, others []string) {
 	if r.mode == "off" {
 		return "copy", []string{"ktls", "sendfile"}
 	}
 	return "ktls", []string{"copy", "sendfile"}
+}
+
+// pathInline is the path of bodies sent from the cache's memory.
+const pathInline = "inline"
+
+// pathTally is the tally of one body path, by its name.
+type pathTally struct {
+	path string
+	b    *bodyTally
+}
+
+// byPath pairs t's bodies with their paths: the files over -inline-max
+// with path (the run's), the others with pathInline.
+func (t *tally) byPath(path string) []pathTally {
+	return []pathTally{{path, &t.file}, {pathInline, &t.inline}}
+}
+
+// covered: the client counted bodies on both paths, so that the plan
+// still proves each (a change of the files' sizes or of inlineMax could
+// leave one with nothing to compare).
+func (t *tally) covered(path string) error {
+	var errs []error
+	for _, c := range t.byPath(path) {
+		if c.b.bodies.Load() == 0 {
+			errs = append(errs, fmt.Errorf("the client counted no body on path %q (files vs -inline-max %d)", c.path, inlineMax))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkMetrics compares the server's /metrics with what the client saw.
@@ -35,6 +65,11 @@ func (r *runState) checkMetrics(s *server) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		err := r.metricsOnce(s)
+		if err == nil {
+			path, _ := r.bodyPaths()
+			r.rep.Info("run %s, %s server: %d bodies via %s, %d via %s", r.run, s.name,
+				s.tally.file.bodies.Load(), path, s.tally.inline.bodies.Load(), pathInline)
+		}
 		if err == nil || time.Now().After(deadline) {
 			return err
 		}
@@ -55,7 +90,8 @@ func (r *runState) metricsOnce(s *server) error {
 	}
 	tlsEvent := func(ev string) string { return `segorigin_tls_events_total{event="` + ev + `"}` }
 	want := map[string]int64{
-		`segorigin_body_responses_total{path="` + path + `"}`: t.bodies.Load(),
+		`segorigin_body_responses_total{path="` + path + `"}`:       t.file.bodies.Load(),
+		`segorigin_body_responses_total{path="` + pathInline + `"}`: t.inline.bodies.Load(),
 		tlsEvent("handshake"):                t.handshakes.Load(),
 		tlsEvent("handshake_error"):          0,
 		tlsEvent("ktls_offloaded"):           offloaded,
@@ -71,7 +107,7 @@ func (r *runState) metricsOnce(s *server) error {
 		want[`segorigin_body_responses_total{path="`+o+`"}`] = 0
 		want[`segorigin_body_bytes_total{path="`+o+`"}`] = 0
 	}
-	var errs []error
+	errs := []error{t.covered(path)}
 	keys := make([]string, 0, len(want))
 	for k := range want {
 		keys = append(keys, k)
@@ -83,9 +119,11 @@ func (r *runState) metricsOnce(s *server) error {
 			errs = append(errs, fmt.Errorf("%s = %v (present %v), want %d", k, got, ok, want[k]))
 		}
 	}
-	bytesKey := `segorigin_body_bytes_total{path="` + path + `"}`
-	if got := m[bytesKey]; got < float64(t.bytesMin.Load()) || got > float64(t.bytesMax.Load()) {
-		errs = append(errs, fmt.Errorf("%s = %v, want %d to %d", bytesKey, got, t.bytesMin.Load(), t.bytesMax.Load()))
+	for _, c := range t.byPath(path) {
+		k := `segorigin_body_bytes_total{path="` + c.path + `"}`
+		if got := m[k]; got < float64(c.b.bytesMin.Load()) || got > float64(c.b.bytesMax.Load()) {
+			errs = append(errs, fmt.Errorf("%s = %v, want %d to %d", k, got, c.b.bytesMin.Load(), c.b.bytesMax.Load()))
+		}
 	}
 	if l := s.logsMatching("kTLS hand-over failed"); len(l) > 0 {
 		errs = append(errs, fmt.Errorf("hand-over failures logged: %s", strings.Join(l, "; ")))
@@ -130,31 +168,33 @@ func scrape(admin string) (map[string]float64, error) {
 }
 
 // checkAccess: after the server's exit, its access log names the run's
-// path for every body the client counted, including the drain's, and no
-// other path.
+// path for every body of a file over -inline-max the client counted,
+// including the drain's, "inline" for every smaller one, and no other
+// path.
 func (r *runState) checkAccess(s *server) error {
 	path, _ := r.bodyPaths()
 	s.mu.Lock()
 	lines := slices.Clone(s.access)
 	s.mu.Unlock()
-	var n, bytes int64
+	n, bytes := map[string]int64{}, map[string]int64{}
 	var errs []error
 	for _, a := range lines {
 		switch a.Via {
 		case "":
-		case path:
-			n++
-			bytes += a.Bytes
+		case path, pathInline:
+			n[a.Via]++
+			bytes[a.Via] += a.Bytes
 		default:
-			errs = append(errs, fmt.Errorf("%s %s %d: %d bytes via %s, want %s", a.Method, a.Path, a.Status, a.Bytes, a.Via, path))
+			errs = append(errs, fmt.Errorf("%s %s %d: %d bytes via %s, want %s or %s", a.Method, a.Path, a.Status, a.Bytes, a.Via, path, pathInline))
 		}
 	}
-	t := &s.tally
-	if n != t.bodies.Load() {
-		errs = append(errs, fmt.Errorf("%d access lines via %s, want %d (of %d lines)", n, path, t.bodies.Load(), len(lines)))
-	}
-	if bytes < t.bytesMin.Load() || bytes > t.bytesMax.Load() {
-		errs = append(errs, fmt.Errorf("%d bytes via %s in the access log, want %d to %d", bytes, path, t.bytesMin.Load(), t.bytesMax.Load()))
+	for _, c := range s.tally.byPath(path) {
+		if got, want := n[c.path], c.b.bodies.Load(); got != want {
+			errs = append(errs, fmt.Errorf("%d access lines via %s, want %d (of %d lines)", got, c.path, want, len(lines)))
+		}
+		if got := bytes[c.path]; got < c.b.bytesMin.Load() || got > c.b.bytesMax.Load() {
+			errs = append(errs, fmt.Errorf("%d bytes via %s in the access log, want %d to %d", got, c.path, c.b.bytesMin.Load(), c.b.bytesMax.Load()))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("%s server: %w", s.name, err)

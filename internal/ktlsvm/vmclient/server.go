@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,20 @@ const (
 	startTimeout     = 60 * time.Second
 )
 
+// inlineMax is the servers' -inline-max, given explicitly: files of at
+// most this many bytes are held by the cache and sent with their header
+// in one write (path "inline"), larger ones by sendfile (path "ktls", or
+// "copy" with -ktls off). The client splits what it expects by the same
+// rule, from the files' sizes (play.m3u8 is inline, seg.m4s and big.ts are
+// not), so the plan covers both paths whatever the default becomes.
+//
+// Over kTLS an inline body is still sealed by the kernel: the header and
+// body go to the socket in plaintext, and after the hand-over the server
+// refuses crypto/tls every write, counting ktls_write_denied, which must
+// stay at the client's own count (checkMetrics); the client decrypts and
+// compares every byte.
+const inlineMax = 16 << 10
+
 // server is one segorigin process.
 type server struct {
 	name  string // "v4" or "v6"
@@ -35,8 +50,9 @@ type server struct {
 	cmd   *exec.Cmd
 	https string // addresses it logged
 	admin string
-	cert  []byte // sha256 of its -tls-dev certificate, as it logged it
-	tally tally  // what the client saw it serve
+	cert  []byte           // sha256 of its -tls-dev certificate, as it logged it
+	sizes map[string]int64 // request path ("/seg.m4s") -> size of the file it serves
+	tally tally            // what the client saw it serve
 
 	mu     sync.Mutex // protects logs and access
 	logs   []string   // stderr lines
@@ -46,7 +62,8 @@ type server struct {
 	waitErr error         // cmd.Wait's, once done is closed
 }
 
-// accessLine is one line of the server's JSON access log.
+// accessLine is one line of the server's JSON access log
+// (-access-log-format json).
 type accessLine struct {
 	Method string `json:"method"`
 	Path   string `json:"path"`
@@ -56,38 +73,70 @@ type accessLine struct {
 }
 
 // tally counts what the client saw a server do, to compare with what the
-// server says it did.
+// server says it did. Bodies are counted apart by the path they must take
+// (see inlineMax): file bodies of files over -inline-max, and inline ones.
 type tally struct {
-	bodies     atomic.Int64 // GET responses with a file body (200, 206), whole or cut
-	bytesMin   atomic.Int64 // body bytes the server surely sent
-	bytesMax   atomic.Int64 // and at most (a cut body may have gone further than the client read)
-	aborted    atomic.Int64 // bodies cut by the client or by the write timeout
+	file       bodyTally    // bodies of files over -inline-max: path "ktls", or "copy" with -ktls off
+	inline     bodyTally    // bodies of files of at most -inline-max: path "inline"
+	aborted    atomic.Int64 // bodies cut by the client or by the write timeout, on either path
 	handshakes atomic.Int64
 	denied     atomic.Int64 // connections on which crypto/tls had to be refused a write (kTLS)
 }
 
-func (t *tally) body(n int64) {
+// bodyTally counts the bodies of one path.
+type bodyTally struct {
+	bodies   atomic.Int64 // GET responses with a file body (200, 206), whole or cut
+	bytesMin atomic.Int64 // body bytes the server surely sent
+	bytesMax atomic.Int64 // and at most (a cut body may have gone further than the client read)
+}
+
+// inlined reports whether the server holds the file of path in memory
+// and sends it inline: as the cache decides, a non-empty file of at most
+// -inline-max bytes (the default -inline-budget holds every file here).
+// Only the paths of mediaFiles have bodies.
+func (s *server) inlined(path string) bool {
+	size := s.sizes[path]
+	return size > 0 && size <= inlineMax
+}
+
+// bodiesOf is the tally a body of path counts on.
+func (s *server) bodiesOf(path string) *bodyTally {
+	if s.inlined(path) {
+		return &s.tally.inline
+	}
+	return &s.tally.file
+}
+
+// body counts a whole body of n bytes of path.
+func (s *server) body(path string, n int64) {
+	t := s.bodiesOf(path)
 	t.bodies.Add(1)
 	t.bytesMin.Add(n)
 	t.bytesMax.Add(n)
 }
 
-// cut counts a body the server could not finish: at most total bytes.
-func (t *tally) cut(total int64) {
+// cut counts a body of path the server could not finish: at most total
+// bytes.
+func (s *server) cut(path string, total int64) {
+	t := s.bodiesOf(path)
 	t.bodies.Add(1)
-	t.aborted.Add(1)
 	t.bytesMax.Add(total)
+	s.tally.aborted.Add(1)
 }
 
 // startServer starts segorigin on host (127.0.0.1 or [::1]) with -ktls
-// mode and -write-timeout wt, and waits for its listening lines, its certificate's fingerprint
-// and its body paths line, which must say kTLS is on with every cipher
-// (auto) or off.
+// mode, -write-timeout wt and -inline-max inlineMax, and waits for its
+// listening lines, its certificate's fingerprint and its body paths line,
+// which must say kTLS is on with every cipher (auto) or off.
 func (e *env) startServer(name, host, mode string, wt time.Duration, extraEnv []string) (*server, error) {
-	s := &server{name: name, ktls: mode, done: make(chan struct{})}
+	s := &server{name: name, ktls: mode, sizes: map[string]int64{}, done: make(chan struct{})}
+	for file, b := range e.media {
+		s.sizes["/"+file] = int64(len(b))
+	}
 	s.cmd = exec.Command(e.server,
 		"-listen", host+":0", "-tls-listen", host+":0", "-admin-listen", host+":0", "-tls-dev",
-		"-root", mediaDir, "-ktls", mode, "-log-format", "json", "-access-log", "-",
+		"-root", mediaDir, "-ktls", mode, "-inline-max", strconv.Itoa(inlineMax),
+		"-log-format", "json", "-access-log", "-", "-access-log-format", "json",
 		"-write-timeout", wt.String(), "-drain-timeout", drainTimeout.String())
 	s.cmd.Env = append(os.Environ(), extraEnv...)
 	stderr, err := s.cmd.StderrPipe()
