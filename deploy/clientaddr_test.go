@@ -119,6 +119,21 @@ func TestShieldClientAddress(t *testing.T) {
 	if !strings.Contains(string(logged), "127.0.0.1") || strings.Contains(string(logged), topo.gateway) {
 		t.Errorf("origin access log names %s (the shield) or not 127.0.0.1 (the viewer):\n%s", topo.gateway, logged)
 	}
+	// Neither log holds a usable token: the shield's log keeps the path
+	// with the carrier redacted, as the origin's does.
+	seg := strings.Split(viewer, "/")[2]
+	shieldLogged, err := os.ReadFile(sh.accessLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"origin": logged, "shield": shieldLogged} {
+		if strings.Contains(string(data), seg) {
+			t.Errorf("%s access log holds the signed token %s:\n%s", name, seg, data)
+		}
+	}
+	if !strings.Contains(string(shieldLogged), `"GET /t/.../vod/seg.ts HTTP/1.1"`) {
+		t.Errorf("shield access log lacks the redacted request \"GET /t/.../vod/seg.ts HTTP/1.1\":\n%s", shieldLogged)
+	}
 }
 
 // servedConn dials addr until a GET of target is answered 200 (the
