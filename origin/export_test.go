@@ -1,10 +1,10 @@
 package origin
 
-import "segorigin/origin/conn/conntest"
+import "segorigin/internal/ktlstest"
 
 // KTLSEmulator is the kernel's stand-in in emulated kTLS test modes.
-type KTLSEmulator = conntest.KTLSEmulator
+type KTLSEmulator = ktlstest.KTLSEmulator
 
 // EmulateKTLS makes s hand its HTTPS connections to an emulator instead of
 // the kernel. Call it before Run, on a server with TLS and KTLSAlways.
-func EmulateKTLS(s *Server) *KTLSEmulator { return conntest.EmulateKTLS(s.tls) }
+func EmulateKTLS(s *Server) *KTLSEmulator { return ktlstest.EmulateKTLS(s.tls) }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"segorigin/internal/ktlstest"
 	"segorigin/origin/conn"
-	"segorigin/origin/conn/conntest"
 	"segorigin/origin/ktls"
 )
 
@@ -135,7 +135,7 @@ func TestKTLSDerivation(t *testing.T) {
 	for _, tt := range derivationCases {
 		t.Run(tt.name, func(t *testing.T) {
 			s, ccfg := newKTLSTest(t)
-			emu := conntest.EmulateKTLS(s)
+			emu := ktlstest.EmulateKTLS(s)
 			dial, res := goClient(ccfg, tt.version, tt.suite)
 			tc := acceptTLS(t, s, dial)
 			const msg = "segment bytes sealed as the kernel would"
@@ -168,7 +168,7 @@ func TestKTLSDerivationOffByOne(t *testing.T) {
 	for _, tt := range derivationCases {
 		t.Run(tt.name, func(t *testing.T) {
 			s, ccfg := newKTLSTest(t)
-			emu := conntest.EmulateKTLS(s)
+			emu := ktlstest.EmulateKTLS(s)
 			emu.SeqShift = 1
 			dial, res := goClient(ccfg, tt.version, tt.suite)
 			tc := acceptTLS(t, s, dial)
@@ -202,7 +202,7 @@ func TestKTLSDerivationOpenSSL(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := newKTLSTest(t)
-			emu := conntest.EmulateKTLS(s)
+			emu := ktlstest.EmulateKTLS(s)
 			emu.SeqShift = tt.shift
 			out := make(chan []byte, 1)
 			dial := func(addr string) {
@@ -236,7 +236,7 @@ func TestKTLSDerivationOpenSSL(t *testing.T) {
 // userspace record.
 func TestKTLSKeyUpdateFailsConnection(t *testing.T) {
 	s, ccfg := newKTLSTest(t)
-	conntest.EmulateKTLS(s)
+	ktlstest.EmulateKTLS(s)
 	var keys ktls.KeyLog
 	res := make(chan clientResult, 1)
 	dial := func(addr string) {
@@ -258,8 +258,8 @@ func TestKTLSKeyUpdateFailsConnection(t *testing.T) {
 		// application traffic key at sequence 0, written under crypto/tls.
 		in, err := ktls.TLS13(c.ConnectionState().CipherSuite, keys.ClientTrafficSecret(), 0)
 		if err == nil {
-			var sl *ktls.Sealer
-			if sl, err = ktls.NewSealer(in); err == nil {
+			var sl *ktlstest.Sealer
+			if sl, err = ktlstest.NewSealer(in); err == nil {
 				var rec []byte
 				rec, err = sl.Seal(nil, ktls.RecordHandshake, []byte{24, 0, 0, 1, 1})
 				if err == nil {

@@ -1,8 +1,9 @@
 // Package ktls holds the pure parts of handing a TLS connection's transmit
-// direction to the Linux kernel (kTLS): deriving the key material from what
-// crypto/tls exposes, laying it out as setsockopt(SOL_TLS, TLS_TX) wants it,
-// and sealing records in user space exactly as the kernel would, so that all
-// of it is testable on a kernel without kTLS.
+// direction to the Linux kernel (kTLS) that the serving path uses: deriving
+// the key material from what crypto/tls exposes (KeyLog, HandshakeScanner,
+// TLS12, TLS13) and laying it out as setsockopt(SOL_TLS, TLS_TX) wants it
+// (Info). It never touches a socket and never seals a record: the kernel
+// does that, and in tests internal/ktlstest stands in for it.
 //
 // # What crypto/tls exposes, and what the kernel needs
 //
@@ -48,7 +49,7 @@
 //   - ChaCha20-Poly1305, both versions (RFC 7905, RFC 8446): nonce = iv (12)
 //     XOR the padded sequence number; no salt, no explicit nonce.
 //
-// Sealer implements exactly this, for tests: a stock TLS client that
-// decrypts a Sealer's records proves that the same Info would make the
-// kernel's records decryptable.
+// internal/ktlstest's Sealer implements exactly this, for tests: a stock
+// TLS client that decrypts its records proves that the same Info would
+// make the kernel's records decryptable.
 package ktls

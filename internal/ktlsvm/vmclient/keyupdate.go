@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash"
 
+	"segorigin/internal/ktlstest"
 	"segorigin/internal/ktlsvm"
 	"segorigin/origin/ktls"
 )
@@ -16,7 +17,7 @@ import (
 // keyUpdate: a client KeyUpdate (RFC 8446 §4.6.3) after the hand-over,
 // between two requests. crypto/tls has no call that sends one, so on this
 // connection the client seals its own records, with its traffic secret
-// from its key log (ktls.Sealer, as the kernel would), while responses
+// from its key log (ktlstest.Sealer, as the kernel would), while responses
 // are still read through crypto/tls.
 //
 // Without update_requested the server only takes the client's next keys
@@ -90,7 +91,7 @@ type recordWriter struct {
 	suite  uint16
 	hash   func() hash.Hash
 	secret []byte // the current client_application_traffic_secret_N
-	sealer *ktls.Sealer
+	sealer *ktlstest.Sealer
 }
 
 func newRecordWriter(suite uint16, secret []byte) (*recordWriter, error) {
@@ -111,7 +112,7 @@ func (w *recordWriter) rekey() error {
 	if err != nil {
 		return err
 	}
-	w.sealer, err = ktls.NewSealer(in)
+	w.sealer, err = ktlstest.NewSealer(in)
 	return err
 }
 

@@ -1,10 +1,14 @@
-package ktls
+package ktlstest
 
 import (
 	"crypto/aes"
 	"crypto/cipher"
 	"encoding/binary"
 	"errors"
+
+	"golang.org/x/crypto/chacha20poly1305"
+
+	"segorigin/origin/ktls"
 )
 
 // Sealer seals records in user space exactly as the kernel does with the
@@ -12,22 +16,23 @@ import (
 // per record. It stands in for the kernel in tests; nothing on the serving
 // path uses it.
 type Sealer struct {
-	in       Info
+	in       ktls.Info
 	aead     cipher.AEAD
 	seq      uint64
 	explicit uint64 // TLS 1.2 AES-GCM: the next explicit nonce
 }
 
 // NewSealer returns a Sealer whose first record has sequence number in.Seq.
-func NewSealer(in Info) (*Sealer, error) {
-	if err := in.check(); err != nil {
+// Info is validated as setsockopt's crypto_info would be (AppendBinary).
+func NewSealer(in ktls.Info) (*Sealer, error) {
+	if _, err := in.AppendBinary(nil); err != nil {
 		return nil, err
 	}
 	var aead cipher.AEAD
 	var err error
 	switch in.Cipher {
-	case ChaCha20Poly1305:
-		aead, err = newChaChaPoly(in.Key)
+	case ktls.ChaCha20Poly1305:
+		aead, err = chacha20poly1305.New(in.Key)
 	default:
 		var b cipher.Block
 		if b, err = aes.NewCipher(in.Key); err == nil {
@@ -45,15 +50,15 @@ func NewSealer(in Info) (*Sealer, error) {
 }
 
 // ErrRecordTooLarge: more plaintext than one record carries.
-var ErrRecordTooLarge = errors.New("ktls: plaintext larger than one record")
+var ErrRecordTooLarge = errors.New("ktlstest: plaintext larger than one record")
 
 // Seal appends one record of type typ carrying plaintext to dst.
 func (s *Sealer) Seal(dst []byte, typ uint8, plaintext []byte) ([]byte, error) {
-	if len(plaintext) > MaxPlaintext {
+	if len(plaintext) > ktls.MaxPlaintext {
 		return dst, ErrRecordTooLarge
 	}
 	var nonce [12]byte
-	tls12GCM := s.in.Version == VersionTLS12 && len(s.in.Salt) > 0
+	tls12GCM := s.in.Version == ktls.VersionTLS12 && len(s.in.Salt) > 0
 	switch {
 	case tls12GCM:
 		copy(nonce[:4], s.in.Salt)
@@ -68,11 +73,11 @@ func (s *Sealer) Seal(dst []byte, typ uint8, plaintext []byte) ([]byte, error) {
 		}
 	}
 	tag := s.aead.Overhead()
-	if s.in.Version == VersionTLS13 {
+	if s.in.Version == ktls.VersionTLS13 {
 		// RFC 8446 §5.2: the inner plaintext ends with the real type; the
 		// outer record says application_data, and the header is the AAD.
 		n := len(plaintext) + 1 + tag
-		hdr := []byte{RecordApplicationData, 3, 3, byte(n >> 8), byte(n)}
+		hdr := []byte{ktls.RecordApplicationData, 3, 3, byte(n >> 8), byte(n)}
 		inner := append(append(make([]byte, 0, len(plaintext)+1), plaintext...), typ)
 		dst = append(dst, hdr...)
 		dst = s.aead.Seal(dst, nonce[:], inner, hdr)

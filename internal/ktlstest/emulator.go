@@ -1,8 +1,4 @@
-// Package conntest provides a stand-in for the kernel's kTLS transmit
-// side, for tests of HTTPS on a kernel without kTLS (and of the hand-over
-// itself on any kernel). It is imported only by tests; it never touches a
-// socket option.
-package conntest
+package ktlstest
 
 import (
 	"sync"
@@ -14,7 +10,7 @@ import (
 
 // KTLSEmulator stands in for the kernel's TLS_TX: it takes exactly the
 // crypto_info bytes setsockopt would get, parses them back, and seals
-// what the connection writes into records in user space (ktls.Sealer
+// what the connection writes into records in user space (Sealer
 // builds nonces and sequence numbers as the kernel does). A stock TLS
 // client that reads those records proves the key, IV, salt and sequence
 // number handed over are right.
@@ -53,7 +49,7 @@ func (e *KTLSEmulator) offload(c *conn.TCP, info []byte) (conn.OffloadedTX, bool
 	e.infos = append(e.infos, in)
 	e.mu.Unlock()
 	in.Seq += e.SeqShift
-	s, err := ktls.NewSealer(in)
+	s, err := NewSealer(in)
 	if err != nil {
 		return nil, false, err
 	}
@@ -64,7 +60,7 @@ func (e *KTLSEmulator) offload(c *conn.TCP, info []byte) (conn.OffloadedTX, bool
 type emulatedTX struct {
 	mu  sync.Mutex // protects s and buf (Close may race a Write)
 	c   *conn.TCP
-	s   *ktls.Sealer
+	s   *Sealer
 	e   *KTLSEmulator
 	buf []byte
 }
