@@ -1,6 +1,9 @@
 package conn
 
 import (
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -24,8 +27,9 @@ func TestAlertCmsg(t *testing.T) {
 	}
 }
 
-// TestProbeKTLS: the probe's verdict agrees with what the kernel lists,
-// and a refusal names the errno.
+// TestProbeKTLS: the probe's verdict agrees with what the kernel lists in
+// /proc/sys/net/ipv4/tcp_available_ulp (read after the probe, which may
+// have loaded the tls module), and a refusal names the errno and the list.
 func TestProbeKTLS(t *testing.T) {
 	p := probeKTLS()
 	t.Logf("probe: ok=%v ciphers=%v reason=%q", p.ok, p.ciphers, p.reason)
@@ -33,9 +37,24 @@ func TestProbeKTLS(t *testing.T) {
 		if len(p.ciphers) == 0 || p.reason != "" {
 			t.Errorf("ok with ciphers %v, reason %q", p.ciphers, p.reason)
 		}
-		return
-	}
-	if len(p.ciphers) != 0 || p.reason == "" {
+	} else if len(p.ciphers) != 0 || p.reason == "" {
 		t.Errorf("not ok with ciphers %v, reason %q", p.ciphers, p.reason)
+	}
+	b, err := os.ReadFile(ulpList)
+	if err != nil {
+		t.Skipf("cannot compare with the kernel's list: %v", err)
+	}
+	listed := slices.Contains(strings.Fields(string(b)), "tls")
+	t.Logf("%s: %q", ulpList, strings.TrimSpace(string(b)))
+	if p.ok != listed {
+		t.Fatalf("probe ok=%v, but %s lists tls=%v (%q)", p.ok, ulpList, listed, strings.TrimSpace(string(b)))
+	}
+	if !listed {
+		// The ULP is not registered: setsockopt(TCP_ULP, "tls") gets ENOENT.
+		for _, want := range []string{"ENOENT", ulpList + " lacks tls"} {
+			if !strings.Contains(p.reason, want) {
+				t.Errorf("reason %q does not say %q", p.reason, want)
+			}
+		}
 	}
 }
