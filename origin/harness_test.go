@@ -20,11 +20,12 @@ import (
 	"segorigin/origin"
 )
 
-// testServer is a real segorigin server on 127.0.0.1:0 over a temp root.
-// Over TLS (startServerTLS, or startServer inside a test run by
-// runOverTLS), addr is the HTTPS listener and dial speaks TLS.
+// testServer is a real segorigin server on 127.0.0.1:0 over a temp root:
+// the one in-process server of this package's tests and benchmarks.
+// Over TLS (a conformance test run in a TLS mode, or startServerTLS),
+// addr is the HTTPS listener and dial speaks TLS.
 type testServer struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *origin.Server
 	addr string
 	root string
@@ -33,21 +34,19 @@ type testServer struct {
 	emu *origin.KTLSEmulator // the kernel's stand-in, in emulated kTLS modes
 }
 
-// startServer runs a server over root (a fresh temp dir when ""), with cfg
-// changed by mod. It is stopped and closed when the test ends. Inside a
-// test run by runOverTLS it serves HTTPS in that run's mode.
-func startServer(t *testing.T, root string, mod func(*origin.Config)) *testServer {
+// startServer runs a plain-HTTP server over root (a fresh temp dir when
+// ""), with cfg changed by mod. It is stopped and closed when the test
+// ends.
+func startServer(t testing.TB, root string, mod func(*origin.Config)) *testServer {
 	t.Helper()
-	if m, ok := tlsModeOf(t); ok {
-		ts := startServerTLS(t, root, mod, m.mode)
-		m.started(ts)
-		return ts
-	}
 	return startServerMode(t, root, mod, nil)
 }
 
-// startServerMode starts a plain server (m == nil) or an HTTPS one.
-func startServerMode(t *testing.T, root string, mod func(*origin.Config), m *tlsMode) *testServer {
+// startServerMode starts a plain server (m == nil) or an HTTPS one in mode
+// m. Its log goes to t.Log (warnings and errors; mod may replace it). It
+// is stopped and closed when t ends; Run failing, or not returning within
+// 10 s of the stop, fails t.
+func startServerMode(t testing.TB, root string, mod func(*origin.Config), m *tlsMode) *testServer {
 	t.Helper()
 	if root == "" {
 		root = t.TempDir()
@@ -80,6 +79,7 @@ func startServerMode(t *testing.T, root string, mod func(*origin.Config), m *tls
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	// The serving goroutine is the test's: cancel (at cleanup) ends Run.
 	go func() { done <- srv.Run(ctx, 5*time.Second, served) }()
 	t.Cleanup(func() {
 		cancel()
@@ -103,7 +103,7 @@ func startServerMode(t *testing.T, root string, mod func(*origin.Config), m *tls
 }
 
 // testLogWriter sends server log lines to t.Log.
-type testLogWriter struct{ t *testing.T }
+type testLogWriter struct{ t testing.TB }
 
 func (w testLogWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
@@ -111,7 +111,7 @@ func (w testLogWriter) Write(p []byte) (int, error) {
 }
 
 // writeSynth writes a deterministic file of size bytes at rel under root.
-func writeSynth(t *testing.T, root, rel string, size int64) string {
+func writeSynth(t testing.TB, root, rel string, size int64) string {
 	t.Helper()
 	p := filepath.Join(root, filepath.FromSlash(rel))
 	if err := synth.WriteFile(p, filepath.Base(p), size); err != nil {
@@ -142,7 +142,7 @@ func synthBytes(name string, off, n int64) []byte {
 // client is one keep-alive connection speaking raw HTTP/1.1, so tests see
 // exactly what is on the wire.
 type client struct {
-	t    *testing.T
+	t    testing.TB
 	conn net.Conn
 	br   *bufio.Reader
 }

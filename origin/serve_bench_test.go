@@ -3,7 +3,6 @@ package origin_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -145,26 +143,13 @@ func startSegoriginAccessLog(b *testing.B, root string) string {
 }
 
 func startSegoriginWith(b *testing.B, root string, cacheFiles int, mods ...func(*origin.Config)) string {
-	cfg := origin.DefaultConfig()
-	cfg.Root = root
-	cfg.CacheFiles = cacheFiles
-	for _, m := range mods {
-		m(&cfg)
-	}
-	cfg.Logger = nil
-	srv, err := origin.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); srv.Run(ctx, time.Second, ln) }()
-	b.Cleanup(func() { cancel(); <-done; srv.Close() })
-	return ln.Addr().String()
+	return startServerMode(b, root, func(c *origin.Config) {
+		c.CacheFiles = cacheFiles
+		for _, m := range mods {
+			m(c)
+		}
+		c.Logger = nil
+	}, nil).addr
 }
 
 func startNetHTTP(b *testing.B, root string) string {

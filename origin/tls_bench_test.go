@@ -3,20 +3,17 @@ package origin_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"segorigin/fixtures/synth"
 	"segorigin/origin"
@@ -93,30 +90,10 @@ func benchServerTLS() *tls.Config {
 }
 
 func startBenchSegorigin(b *testing.B, root string) string {
-	dir := b.TempDir()
-	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	testCert().Write(b, certFile, keyFile)
-	cfg := origin.DefaultConfig()
-	cfg.Root, cfg.Watch = root, false
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	cfg.TLS.CertFile, cfg.TLS.KeyFile = certFile, keyFile
-	srv, err := origin.New(cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, time.Second, origin.TLSListener(ln)) }()
-	b.Cleanup(func() {
-		cancel()
-		<-done
-		srv.Close()
-	})
-	return ln.Addr().String()
+	return startServerMode(b, root, func(c *origin.Config) {
+		c.Watch = false
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}, &tlsMode{name: "bench", ktls: origin.KTLSAuto}).addr
 }
 
 // startBenchNetHTTP is the baseline: open per request and ServeContent, as

@@ -491,7 +491,7 @@ var testCert = sync.OnceValue(func() *conntest.Cert {
 })
 
 // writeTestCert writes testCert's files into a fresh temp dir.
-func writeTestCert(t *testing.T) (certFile, keyFile string) {
+func writeTestCert(t testing.TB) (certFile, keyFile string) {
 	t.Helper()
 	dir := t.TempDir()
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
