@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"segorigin/cache"
+	"segorigin/internal/testwait"
 )
 
 // gate blocks the first Open until opened, and tells when it started.
@@ -32,16 +33,10 @@ func (g *gate) hook(string) error {
 	return nil
 }
 
-// waitFor polls cond until it holds or a deadline passes.
+// waitFor is testwait.For with this package's bound.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, 5*time.Second, what, cond)
 }
 
 func TestConcurrentMissesOpenOnce(t *testing.T) {

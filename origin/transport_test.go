@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"segorigin/internal/testwait"
 	"segorigin/origin"
-	"segorigin/origin/conn/conntest"
 )
 
 // TestSendfilePathServes: on plain TCP every body goes through sendfile, as
@@ -246,8 +246,8 @@ func countFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// waitFor polls cond every 10ms until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+// waitFor is testwait.For, under the name this package's tests use.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	conntest.WaitFor(t, d, what, cond)
+	testwait.For(t, d, what, cond)
 }

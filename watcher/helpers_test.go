@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"segorigin/internal/testwait"
 )
 
 // recorder is an Invalidator that remembers its calls as "I name",
@@ -49,16 +51,10 @@ func (r *recorder) snapshot() []string {
 
 const waitLimit = 5 * time.Second
 
-// eventually polls cond until it holds or waitLimit passes.
+// eventually is testwait.For with waitLimit.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", waitLimit, what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testwait.For(t, waitLimit, what, cond)
 }
 
 // degradedLog records OnDegraded calls.

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"segorigin/internal/testwait"
 	"segorigin/origin/conn"
 	"segorigin/origin/conn/conntest"
 )
@@ -88,12 +89,12 @@ func TestTLSListenerCertificateReload(t *testing.T) {
 	}
 	st := s.Stats()
 	b.Write(t, certFile, keyFile)
-	conntest.WaitFor(t, 5*time.Second, "the poll to load cert-b", func() bool { return st.CertReloads.Load() == 1 })
+	testwait.For(t, 5*time.Second, "the poll to load cert-b", func() bool { return st.CertReloads.Load() == 1 })
 	if got := servedCN(t, addr, pool); got != "cert-b" {
 		t.Fatalf("serving %q after the files changed, want cert-b", got)
 	}
 	a.WriteKey(t, keyFile) // does not match cert-b
-	conntest.WaitFor(t, 5*time.Second, "the failed reload", func() bool { return st.CertReloadFails.Load() >= 1 })
+	testwait.For(t, 5*time.Second, "the failed reload", func() bool { return st.CertReloadFails.Load() >= 1 })
 	if got := servedCN(t, addr, pool); got != "cert-b" {
 		t.Fatalf("serving %q after a broken reload, want cert-b", got)
 	}

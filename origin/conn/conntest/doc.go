@@ -1,7 +1,6 @@
 // Package conntest holds helpers for tests of origin/conn and of the
 // servers built on it: self-signed certificates a TLS listener loads and a
-// client trusts, and WaitFor, the one way tests wait for a counter or a
-// state to move. It is imported only by tests; it never serves and never
+// client trusts. It is imported only by tests; it never serves and never
 // touches a socket option. (The kernel's kTLS stand-in is
 // internal/ktlstest.)
 package conntest
