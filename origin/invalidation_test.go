@@ -25,30 +25,42 @@ const freshness = 500 * time.Millisecond
 // TestReplaceByRenameUnderLoad: a segment replaced by atomic rename while
 // clients download it: every response is wholly the old file or wholly the
 // new one, and requests started after the rename (plus the freshness bound)
-// get the new one.
+// get the new one. The phases wait on what they need (old responses from
+// every client before the rename, then responses to requests started past
+// the bound), not on wall-clock windows a loaded machine may miss.
 func TestReplaceByRenameUnderLoad(t *testing.T) {
 	ts := startServer(t, "", nil)
-	const oldSize, newSize = 1 << 20, 3 << 19
+	const clients, oldSize, newSize = 6, 1 << 20, 3 << 19
 	p := filepath.Join(ts.root, "live", "seg.m4s")
-	os.MkdirAll(filepath.Dir(p), 0o755)
 	if err := synth.WriteFile(p, "old", oldSize); err != nil {
 		t.Fatal(err)
 	}
 	oldBody, newBody := synthBytes("old", 0, oldSize), synthBytes("new", 0, newSize)
 	var renamedAt atomic.Int64
-	var olds, news, lateOld atomic.Int64
-	stop := time.Now().Add(1500 * time.Millisecond)
+	var olds, news, late, lateOld atomic.Int64
+	done := make(chan struct{})
 	var wg sync.WaitGroup
-	for range 6 {
+	// The clients are this test's: stop ends them (also when a wait below
+	// fails the test).
+	stop := sync.OnceFunc(func() { close(done); wg.Wait() })
+	defer stop()
+	for range clients {
 		wg.Go(func() {
 			c := ts.dial()
-			for time.Now().Before(stop) {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
 				started := time.Now().UnixNano()
 				r := c.do("GET", "/live/seg.m4s")
+				ra := renamedAt.Load()
+				isLate := ra != 0 && started > ra+int64(freshness)
 				switch {
 				case bytes.Equal(r.body, oldBody):
 					olds.Add(1)
-					if ra := renamedAt.Load(); ra != 0 && started > ra+int64(freshness) {
+					if isLate {
 						lateOld.Add(1)
 					}
 				case bytes.Equal(r.body, newBody):
@@ -57,10 +69,13 @@ func TestReplaceByRenameUnderLoad(t *testing.T) {
 					t.Errorf("response of %d bytes is neither wholly old nor wholly new (Content-Length %s)", len(r.body), r.header("Content-Length"))
 					return
 				}
+				if isLate {
+					late.Add(1)
+				}
 			}
 		})
 	}
-	time.Sleep(500 * time.Millisecond)
+	waitFor(t, 60*time.Second, fmt.Sprintf("%d old responses before the rename", 2*clients), func() bool { return olds.Load() >= 2*clients })
 	tmp := p + ".tmp"
 	if err := synth.WriteFile(tmp, "new", newSize); err != nil {
 		t.Fatal(err)
@@ -69,8 +84,10 @@ func TestReplaceByRenameUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	renamedAt.Store(time.Now().UnixNano())
-	wg.Wait()
-	t.Logf("old responses %d, new responses %d", olds.Load(), news.Load())
+	waitFor(t, 60*time.Second, fmt.Sprintf("%d responses to requests started %v after the rename", 2*clients, freshness),
+		func() bool { return late.Load() >= 2*clients })
+	stop()
+	t.Logf("old responses %d, new responses %d, started past the bound %d", olds.Load(), news.Load(), late.Load())
 	if news.Load() == 0 || olds.Load() == 0 {
 		t.Errorf("want both old and new responses, got old %d new %d", olds.Load(), news.Load())
 	}
