@@ -10,17 +10,31 @@ import (
 	"segorigin/origin/token"
 )
 
+// authServer is a plain-HTTP server with two signing keys (and a retired
+// one), /public/ open, and a few files under /vod/.
 func authServer(t *testing.T, now time.Time, mod func(*origin.AuthConfig)) (*testServer, map[string]token.Key) {
 	t.Helper()
-	return authServerCfg(t, now, func(c *origin.Config) {
+	return serverMode{}.authServer(t, now, mod)
+}
+
+// authServerCfg is authServer with the whole configuration to change.
+func authServerCfg(t *testing.T, now time.Time, mod func(*origin.Config)) (*testServer, map[string]token.Key) {
+	t.Helper()
+	return serverMode{}.authServerCfg(t, now, mod)
+}
+
+// authServer is authServer in mode.
+func (mode serverMode) authServer(t *testing.T, now time.Time, mod func(*origin.AuthConfig)) (*testServer, map[string]token.Key) {
+	t.Helper()
+	return mode.authServerCfg(t, now, func(c *origin.Config) {
 		if mod != nil {
 			mod(&c.Auth)
 		}
 	})
 }
 
-// authServerCfg is authServer with the whole configuration to change.
-func authServerCfg(t *testing.T, now time.Time, mod func(*origin.Config)) (*testServer, map[string]token.Key) {
+// authServerCfg is authServerCfg in mode.
+func (mode serverMode) authServerCfg(t *testing.T, now time.Time, mod func(*origin.Config)) (*testServer, map[string]token.Key) {
 	t.Helper()
 	keys := map[string]token.Key{
 		"k1":  {ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")},
@@ -31,7 +45,7 @@ func authServerCfg(t *testing.T, now time.Time, mod func(*origin.Config)) (*test
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := startServer(t, "", func(c *origin.Config) {
+	ts := mode.start(t, "", func(c *origin.Config) {
 		c.Now = func() time.Time { return now }
 		c.Auth.Keys = ring
 		c.Auth.Public = []string{"/public/"}
@@ -54,9 +68,11 @@ func mustSign(t *testing.T, k token.Key, c token.Claims) string {
 }
 
 // TestAuthTokens: every kind of token in every carrier.
-func TestAuthTokens(t *testing.T) {
+func TestAuthTokens(t *testing.T) { everyMode(t, testAuthTokens) }
+
+func testAuthTokens(t *testing.T, mode serverMode) {
 	now := time.Unix(1_800_000_000, 0)
-	ts, keys := authServer(t, now, nil)
+	ts, keys := mode.authServer(t, now, nil)
 	title := []string{"/vod/title42/*"}
 	valid := mustSign(t, keys["k1"], token.Claims{Expiry: now.Add(time.Hour), ACL: title, KeyID: "k1"})
 	flipped := []byte(valid)
@@ -115,23 +131,27 @@ func TestAuthTokens(t *testing.T) {
 	}
 }
 
-func TestAuthMissingAndPublic(t *testing.T) {
+func TestAuthMissingAndPublic(t *testing.T) { everyMode(t, testAuthMissingAndPublic) }
+
+func testAuthMissingAndPublic(t *testing.T, mode serverMode) {
 	now := time.Unix(1_800_000_000, 0)
-	ts, _ := authServer(t, now, nil)
+	ts, _ := mode.authServer(t, now, nil)
 	r := ts.get("/vod/title42/master.m3u8")
 	mustStatus(t, r, 401, "no token")
 	mustHeader(t, r, "WWW-Authenticate", `Bearer realm="segorigin"`, "no token")
 	mustHeader(t, r, "Access-Control-Allow-Origin", "*", "no token")
 	mustStatus(t, ts.get("/public/logo.png"), 200, "public prefix")
 
-	ts403, _ := authServer(t, now, func(a *origin.AuthConfig) { a.MissingStatus = 403 })
+	ts403, _ := mode.authServer(t, now, func(a *origin.AuthConfig) { a.MissingStatus = 403 })
 	mustStatus(t, ts403.get("/vod/title42/master.m3u8"), 403, "no token, 403 configured")
 }
 
 // TestAuthSecureLink: nginx secure_link tokens, for migrations.
-func TestAuthSecureLink(t *testing.T) {
+func TestAuthSecureLink(t *testing.T) { everyMode(t, testAuthSecureLink) }
+
+func testAuthSecureLink(t *testing.T, mode serverMode) {
 	now := time.Unix(1_800_000_000, 0)
-	ts, _ := authServer(t, now, func(a *origin.AuthConfig) {
+	ts, _ := mode.authServer(t, now, func(a *origin.AuthConfig) {
 		a.Keys = nil
 		a.SecureLinkSecret = "s3cret"
 	})

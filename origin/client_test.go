@@ -31,8 +31,14 @@ func (ts *testServer) dialFrom(src string) *client {
 // server attributed the request to.
 func ipBoundServer(t *testing.T, mod func(*origin.Config)) (ts *testServer, target string) {
 	t.Helper()
+	return serverMode{}.ipBoundServer(t, mod)
+}
+
+// ipBoundServer is ipBoundServer in mode.
+func (mode serverMode) ipBoundServer(t *testing.T, mod func(*origin.Config)) (ts *testServer, target string) {
+	t.Helper()
 	now := time.Unix(1_800_000_000, 0)
-	ts, keys := authServerCfg(t, now, mod)
+	ts, keys := mode.authServerCfg(t, now, mod)
 	tok := mustSign(t, keys["k1"], token.Claims{Expiry: now.Add(time.Hour), ACL: []string{"/vod/title42/*"}, IP: "198.51.100.7"})
 	return ts, "/t/" + token.PathSegment(tok) + "/vod/title42/v1/seg1.ts"
 }

@@ -11,8 +11,10 @@ import (
 )
 
 // TestConditionals: RFC 9110 §13.1 and the precedence of §13.2.2.
-func TestConditionals(t *testing.T) {
-	ts := startServer(t, "", nil)
+func TestConditionals(t *testing.T) { everyMode(t, testConditionals) }
+
+func testConditionals(t *testing.T, mode serverMode) {
+	ts := mode.start(t, "", nil)
 	p := writeFile(t, ts.root, "test/digits.txt", "0123456789")
 	mtime := time.Now().Add(-time.Hour).Truncate(time.Second)
 	if err := os.Chtimes(p, mtime, mtime); err != nil {
@@ -92,9 +94,11 @@ func TestConditionals(t *testing.T) {
 
 // TestIfRangeDateMustBeStrong: a Last-Modified less than a second before the
 // response's Date is weak (§8.8.2.2), and If-Range must not use it.
-func TestIfRangeDateMustBeStrong(t *testing.T) {
+func TestIfRangeDateMustBeStrong(t *testing.T) { everyMode(t, testIfRangeDateMustBeStrong) }
+
+func testIfRangeDateMustBeStrong(t *testing.T, mode serverMode) {
 	now := time.Now().Truncate(time.Second)
-	ts := startServer(t, "", func(c *origin.Config) { c.Now = func() time.Time { return now } })
+	ts := mode.start(t, "", func(c *origin.Config) { c.Now = func() time.Time { return now } })
 	p := writeFile(t, ts.root, "x.txt", "0123456789")
 	if err := os.Chtimes(p, now, now); err != nil {
 		t.Fatal(err)
@@ -107,8 +111,10 @@ func TestIfRangeDateMustBeStrong(t *testing.T) {
 
 // TestETagIgnoresInode: two copies with the same size and mtime have the same
 // validators, so several origins agree.
-func TestETagIgnoresInode(t *testing.T) {
-	ts := startServer(t, "", nil)
+func TestETagIgnoresInode(t *testing.T) { everyMode(t, testETagIgnoresInode) }
+
+func testETagIgnoresInode(t *testing.T, mode serverMode) {
+	ts := mode.start(t, "", nil)
 	mtime := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for _, n := range []string{"a/seg.m4s", "b/seg.m4s"} {
 		p := writeSynth(t, ts.root, n, 5000)

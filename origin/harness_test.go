@@ -22,8 +22,8 @@ import (
 
 // testServer is a real segorigin server on 127.0.0.1:0 over a temp root:
 // the one in-process server of this package's tests and benchmarks.
-// Over TLS (a conformance test run in a TLS mode, or startServerTLS),
-// addr is the HTTPS listener and dial speaks TLS.
+// Over TLS (a conformance test in a TLS mode, see everyMode, or
+// startServerTLS), addr is the HTTPS listener and dial speaks TLS.
 type testServer struct {
 	t    testing.TB
 	srv  *origin.Server

@@ -1,17 +1,21 @@
 package origin_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"segorigin/fixtures/synth"
 	"segorigin/origin"
 )
 
-func TestMethods(t *testing.T) {
-	ts := rangeRoot(t)
+func TestMethods(t *testing.T) { everyMode(t, testMethods) }
+
+func testMethods(t *testing.T, mode serverMode) {
+	ts := mode.rangeRoot(t)
 	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH", "TRACE"} {
 		r := ts.do(m, "/test/digits.txt", "Content-Length: 0")
 		mustStatus(t, r, 405, m)
@@ -23,8 +27,10 @@ func TestMethods(t *testing.T) {
 // header fields in response to a HEAD request as it would have sent if the
 // request method had been GET", and no body; Range is ignored for HEAD
 // (§14.2: range handling is defined for GET only).
-func TestHeadMatchesGet(t *testing.T) {
-	ts := rangeRoot(t)
+func TestHeadMatchesGet(t *testing.T) { everyMode(t, testHeadMatchesGet) }
+
+func testHeadMatchesGet(t *testing.T, mode serverMode) {
+	ts := mode.rangeRoot(t)
 	c := ts.dial()
 	get := c.do("GET", "/seg.m4s")
 	for _, hdrs := range [][]string{nil, {"Range: bytes=0-1"}} {
@@ -41,8 +47,10 @@ func TestHeadMatchesGet(t *testing.T) {
 	mustBody(t, c.do("GET", "/test/digits.txt"), []byte("0123456789"), "GET after HEAD")
 }
 
-func TestContentTypeAndCacheControl(t *testing.T) {
-	ts := startServer(t, "", nil)
+func TestContentTypeAndCacheControl(t *testing.T) { everyMode(t, testContentTypeAndCacheControl) }
+
+func testContentTypeAndCacheControl(t *testing.T, mode serverMode) {
+	ts := mode.start(t, "", nil)
 	tests := []struct{ file, ctype, cc string }{
 		{"v/master.m3u8", "application/vnd.apple.mpegurl", "public, max-age=10"},
 		{"v/manifest.mpd", "application/dash+xml", "public, max-age=10"},
@@ -74,8 +82,10 @@ func TestContentTypeAndCacheControl(t *testing.T) {
 	}
 }
 
-func TestCORS(t *testing.T) {
-	ts := rangeRoot(t)
+func TestCORS(t *testing.T) { everyMode(t, testCORS) }
+
+func testCORS(t *testing.T, mode serverMode) {
+	ts := mode.rangeRoot(t)
 	origin := "Origin: https://player.example"
 	for _, tc := range []struct {
 		name    string
@@ -107,8 +117,10 @@ func TestCORS(t *testing.T) {
 	mustHeader(t, r, "Access-Control-Max-Age", "86400", "preflight")
 }
 
-func TestCORSAllowList(t *testing.T) {
-	ts := startServer(t, "", func(c *origin.Config) { c.CORSOrigins = []string{"https://a.example", "https://b.example"} })
+func TestCORSAllowList(t *testing.T) { everyMode(t, testCORSAllowList) }
+
+func testCORSAllowList(t *testing.T, mode serverMode) {
+	ts := mode.start(t, "", func(c *origin.Config) { c.CORSOrigins = []string{"https://a.example", "https://b.example"} })
 	writeFile(t, ts.root, "x.m3u8", "#EXTM3U\n")
 	r := ts.get("/x.m3u8", "Origin: https://b.example")
 	mustHeader(t, r, "Access-Control-Allow-Origin", "https://b.example", "allowed origin")
@@ -120,10 +132,12 @@ func TestCORSAllowList(t *testing.T) {
 
 // TestPaths: percent-decoding, dot segments, duplicate slashes; nothing
 // outside the root, ever; no directory listings.
-func TestPaths(t *testing.T) {
+func TestPaths(t *testing.T) { everyMode(t, testPaths) }
+
+func testPaths(t *testing.T, mode serverMode) {
 	outside := t.TempDir()
 	writeFile(t, outside, "secret.txt", "secret")
-	ts := rangeRoot(t)
+	ts := mode.rangeRoot(t)
 	writeFile(t, ts.root, "with space.m4s", "spaced")
 	writeFile(t, ts.root, "tête/épisode 1.ts", "utf8")
 	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(ts.root, "leak.txt")); err != nil {
@@ -184,10 +198,12 @@ func TestPaths(t *testing.T) {
 	mustStatus(t, r, 200, "absolute-form")
 }
 
-func TestFollowSymlinks(t *testing.T) {
+func TestFollowSymlinks(t *testing.T) { everyMode(t, testFollowSymlinks) }
+
+func testFollowSymlinks(t *testing.T, mode serverMode) {
 	outside := t.TempDir()
 	writeFile(t, outside, "shared.ts", "shared")
-	ts := startServer(t, "", func(c *origin.Config) { c.FollowSymlinks = true })
+	ts := mode.start(t, "", func(c *origin.Config) { c.FollowSymlinks = true })
 	if err := os.Symlink(filepath.Join(outside, "shared.ts"), filepath.Join(ts.root, "shared.ts")); err != nil {
 		t.Fatal(err)
 	}
@@ -199,8 +215,10 @@ func TestFollowSymlinks(t *testing.T) {
 
 // TestLargeSparseFile: offsets past 4 GiB, on a sparse file whose tail holds
 // synth bytes.
-func TestLargeSparseFile(t *testing.T) {
-	ts := startServer(t, "", nil)
+func TestLargeSparseFile(t *testing.T) { everyMode(t, testLargeSparseFile) }
+
+func testLargeSparseFile(t *testing.T, mode serverMode) {
+	ts := mode.start(t, "", nil)
 	const size = 5<<30 + 12345
 	const tailOff = size - 1<<20
 	p := filepath.Join(ts.root, "big.mp4")
@@ -229,4 +247,54 @@ func TestLargeSparseFile(t *testing.T) {
 	mustBody(t, r, synthBytes("big.mp4", size-10, 10), "suffix of 5 GiB")
 	r = c.do("GET", "/big.mp4", "Range: bytes=4294967290-4294967300")
 	mustBody(t, r, make([]byte, 11), "span across 4 GiB (sparse zeros)")
+}
+
+// TestPipelinedKeepAlive: requests written back to back before any response
+// is read: single, suffix, open-ended, multi-range, HEAD and a 304, then
+// each response is checked in order, byte for byte.
+func TestPipelinedKeepAlive(t *testing.T) { everyMode(t, testPipelinedKeepAlive) }
+
+func testPipelinedKeepAlive(t *testing.T, mode serverMode) {
+	ts := mode.rangeRoot(t)
+	c := ts.dial()
+	etag := c.do("HEAD", "/seg.m4s").header("ETag")
+	type req struct {
+		method string
+		hdrs   []string
+		status int
+		body   []byte
+	}
+	reqs := []req{
+		{"GET", nil, 200, synthBytes("seg.m4s", 0, 100_000)},
+		{"GET", []string{"Range: bytes=10-19"}, 206, synthBytes("seg.m4s", 10, 10)},
+		{"GET", []string{"Range: bytes=-100"}, 206, synthBytes("seg.m4s", 99_900, 100)},
+		{"HEAD", nil, 200, nil},
+		{"GET", []string{"Range: bytes=99000-"}, 206, synthBytes("seg.m4s", 99_000, 1000)},
+		{"GET", []string{"Range: bytes=0-1,3-4"}, 206, nil},
+		{"GET", []string{"If-None-Match: " + etag}, 304, nil},
+		{"GET", []string{"Range: bytes=0-0"}, 206, synthBytes("seg.m4s", 0, 1)},
+	}
+	var all bytes.Buffer
+	for _, r := range reqs {
+		fmt.Fprintf(&all, "%s /seg.m4s HTTP/1.1\r\nHost: t\r\n%s\r\n", r.method, joinHeaders(r.hdrs))
+	}
+	if _, err := c.conn.Write(all.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		got := c.read(r.method)
+		what := fmt.Sprintf("pipelined #%d %s %v", i, r.method, r.hdrs)
+		mustStatus(t, got, r.status, what)
+		if r.body != nil {
+			mustBody(t, got, r.body, what)
+		}
+	}
+}
+
+func joinHeaders(h []string) string {
+	var b strings.Builder
+	for _, s := range h {
+		b.WriteString(s + "\r\n")
+	}
+	return b.String()
 }

@@ -30,13 +30,19 @@ const proxyV1Viewer = "PROXY TCP4 198.51.100.7 127.0.0.1 40000 8080\r\n"
 // taken in mode.
 func proxyServer(t *testing.T, mode string, mod func(*origin.Config)) (*testServer, string) {
 	t.Helper()
-	return ipBoundServer(t, func(c *origin.Config) {
+	return ipBoundServer(t, proxyConfig(mode, mod))
+}
+
+// proxyConfig trusts 127.0.0.2 as a proxy and sets -proxy-protocol mode,
+// then applies mod.
+func proxyConfig(mode string, mod func(*origin.Config)) func(*origin.Config) {
+	return func(c *origin.Config) {
 		c.TrustedProxies = []string{"127.0.0.2"}
 		c.ProxyProtocol = mode
 		if mod != nil {
 			mod(c)
 		}
-	})
+	}
 }
 
 // sendRaw writes raw bytes (a PROXY header, then a request) and returns the
@@ -158,11 +164,8 @@ func TestProxyProtocolPerIPLimit(t *testing.T) {
 
 // TestProxyProtocolTLS: the PROXY header comes before the TLS handshake.
 func TestProxyProtocolTLS(t *testing.T) {
-	runOverTLS(t, tlsModes[1], testProxyProtocolTLS)
-}
-
-func testProxyProtocolTLS(t *testing.T) {
-	ts, target := proxyServer(t, "required", nil)
+	m := tlsModes[1]
+	ts, target := serverMode{tls: &m}.ipBoundServer(t, proxyConfig("required", nil))
 	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.2")}}
 	raw, err := d.Dial("tcp", ts.addr)
 	if err != nil {

@@ -72,54 +72,6 @@ func boundaryOf(ct string) string {
 	return b
 }
 
-// TestPipelinedKeepAlive: requests written back to back before any response
-// is read: single, suffix, open-ended, multi-range, HEAD and a 304, then
-// each response is checked in order, byte for byte.
-func TestPipelinedKeepAlive(t *testing.T) {
-	ts := rangeRoot(t)
-	c := ts.dial()
-	etag := c.do("HEAD", "/seg.m4s").header("ETag")
-	type req struct {
-		method string
-		hdrs   []string
-		status int
-		body   []byte
-	}
-	reqs := []req{
-		{"GET", nil, 200, synthBytes("seg.m4s", 0, 100_000)},
-		{"GET", []string{"Range: bytes=10-19"}, 206, synthBytes("seg.m4s", 10, 10)},
-		{"GET", []string{"Range: bytes=-100"}, 206, synthBytes("seg.m4s", 99_900, 100)},
-		{"HEAD", nil, 200, nil},
-		{"GET", []string{"Range: bytes=99000-"}, 206, synthBytes("seg.m4s", 99_000, 1000)},
-		{"GET", []string{"Range: bytes=0-1,3-4"}, 206, nil},
-		{"GET", []string{"If-None-Match: " + etag}, 304, nil},
-		{"GET", []string{"Range: bytes=0-0"}, 206, synthBytes("seg.m4s", 0, 1)},
-	}
-	var all bytes.Buffer
-	for _, r := range reqs {
-		fmt.Fprintf(&all, "%s /seg.m4s HTTP/1.1\r\nHost: t\r\n%s\r\n", r.method, joinHeaders(r.hdrs))
-	}
-	if _, err := c.conn.Write(all.Bytes()); err != nil {
-		t.Fatal(err)
-	}
-	for i, r := range reqs {
-		got := c.read(r.method)
-		what := fmt.Sprintf("pipelined #%d %s %v", i, r.method, r.hdrs)
-		mustStatus(t, got, r.status, what)
-		if r.body != nil {
-			mustBody(t, got, r.body, what)
-		}
-	}
-}
-
-func joinHeaders(h []string) string {
-	var b strings.Builder
-	for _, s := range h {
-		b.WriteString(s + "\r\n")
-	}
-	return b.String()
-}
-
 // TestSlowReader: a client with a tiny receive buffer that reads in small
 // sips still gets every byte: sendfile's short sends and EAGAIN wait on the
 // poller.
