@@ -355,7 +355,11 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if err := synth.WriteFile(filepath.Join(root, "big.mp4"), "big.mp4", size); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, bin, "-listen", "127.0.0.1:0", "-root", root, "-drain-timeout", "20s")
+	p := start(t, bin, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-root", root, "-drain-timeout", "20s")
+	readyz := "http://" + p.Addr("admin") + "/readyz"
+	if code, _ := httpGet(t, readyz); code != 200 {
+		t.Fatalf("/readyz before SIGTERM: %d, want 200", code)
+	}
 	c, err := net.Dial("tcp", p.Addr("http"))
 	if err != nil {
 		t.Fatal(err)
@@ -390,7 +394,11 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if !refused {
 		t.Errorf("still accepting connections 2s after SIGTERM")
 	}
-	time.Sleep(200 * time.Millisecond) // the download is still in flight
+	// The download is still in flight (the client has read 1 MiB of 48):
+	// the admin listener answers, not ready.
+	if code, _ := httpGet(t, readyz); code != 503 {
+		t.Errorf("/readyz during the drain: %d, want 503", code)
+	}
 	if _, err := io.ReadFull(resp.Body, body[1<<20:]); err != nil {
 		t.Fatalf("download cut by SIGTERM: %v", err)
 	}
