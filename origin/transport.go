@@ -50,11 +50,6 @@ type bodyStream struct {
 	kind kind
 	sent int64  // bytes WriteTo sent
 	via  string // body path that sent them
-
-	// Read state, for a caller that reads instead of WriteTo.
-	rpart int   // current part (framing counts as part of its span)
-	rin   int64 // bytes consumed within the current part's header+span
-	rtail int   // bytes of the trailer consumed
 }
 
 var _ fasthttp.BodyWriterTo = (*bodyStream)(nil)
@@ -67,7 +62,6 @@ func (s *Server) attachBody(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 	bs.ctx, bs.kind, bs.sent, bs.via = ctx, k, 0, ""
 
 	bs.spans = append(bs.spans[:0], spans...)
-	bs.rpart, bs.rin, bs.rtail = 0, 0, 0
 	if h.Bytes != nil {
 		bs.attachInline(ctx, total)
 		return
@@ -336,50 +330,15 @@ func (w *sendfileWriter) span(h *cache.Handle, sp ranges.Span) (int64, error) {
 	return w.fallback.span(h, sp)
 }
 
-// Read produces the same bytes WriteTo sends, for callers that read.
-func (b *bodyStream) Read(p []byte) (int, error) {
-	if b.inline != nil {
-		if b.rin >= int64(len(b.inline)) {
-			return 0, io.EOF
-		}
-		n := copy(p, b.inline[b.rin:])
-		b.rin += int64(n)
-		return n, nil
-	}
-	if b.mp == nil {
-		sp := b.spans[0]
-		if b.rin >= sp.Length {
-			return 0, io.EOF
-		}
-		n, err := b.h.File.ReadAt(p[:min(int64(len(p)), sp.Length-b.rin)], sp.Start+b.rin)
-		b.rin += int64(n)
-		if errors.Is(err, io.EOF) && b.rin < sp.Length {
-			return n, conn.ErrTruncated
-		}
-		return n, nil
-	}
-	if b.rpart >= b.mp.Parts() {
-		tr := b.mp.Trailer()
-		if b.rtail >= len(tr) {
-			return 0, io.EOF
-		}
-		n := copy(p, tr[b.rtail:])
-		b.rtail += n
-		return n, nil
-	}
-	hd, sp := b.mp.PartHeader(b.rpart), b.mp.Span(b.rpart)
-	if b.rin < int64(len(hd)) {
-		n := copy(p, hd[b.rin:])
-		b.rin += int64(n)
-		return n, nil
-	}
-	off := b.rin - int64(len(hd))
-	n, err := b.h.File.ReadAt(p[:min(int64(len(p)), sp.Length-off)], sp.Start+off)
-	b.rin += int64(n)
-	if b.rin-int64(len(hd)) == sp.Length {
-		b.rpart, b.rin = b.rpart+1, 0
-	} else if errors.Is(err, io.EOF) {
-		return n, conn.ErrTruncated
-	}
-	return n, nil
-}
+// errRead: something read a body stream instead of calling WriteTo.
+var errRead = errors.New("origin: a body stream is sent by WriteTo, never read")
+
+// Read exists because fasthttp's SetBodyStream takes an io.Reader; it is
+// never called. fasthttp consumes a stream whose SupportsBodyWriteTo is
+// true through WriteTo alone (Response.Write, Body and the chunked path
+// alike, fasthttp v1.78.0 copyBodyStream), and WriteTo sends straight to
+// the connection. A second implementation of the body framing here would
+// be code no request runs; if a fasthttp release ever read instead, the
+// response fails (and its connection closes) rather than send bytes
+// nothing has tested.
+func (b *bodyStream) Read([]byte) (int, error) { return 0, errRead }
