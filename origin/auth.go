@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -56,22 +55,8 @@ type authorizer struct {
 	link   *token.SecureLinkVerifier // secure_link scheme
 	prefix string                    // "t/": the path carrier, as the cleaned path starts
 	stats  *AuthStats
-	logs   [8]rateLimitedLog // one per failure reason, so each reason is logged
-	redact token.Redactor    // hides this configuration's carriers in logs
-}
-
-// AuthStats count authorization outcomes by reason.
-type AuthStats struct {
-	OK         atomic.Int64 // requests with a valid token
-	Public     atomic.Int64 // requests under a public prefix
-	Missing    atomic.Int64 // no token where one is required
-	Malformed  atomic.Int64 // a token that does not parse
-	Expired    atomic.Int64 // past exp (+ skew)
-	Early      atomic.Int64 // before st (- skew)
-	Scope      atomic.Int64 // path outside the token's ACL
-	IP         atomic.Int64 // client address differs from ip=
-	UnknownKey atomic.Int64 // kid names no key
-	Signature  atomic.Int64 // MAC mismatch: tampered or forged
+	logs   [NumAuthReasons]rateLimitedLog // refusals, by AuthReason.logGroup, so each reason is logged
+	redact token.Redactor                 // hides this configuration's carriers in logs
 }
 
 var errNoToken = errors.New("origin: no token")
@@ -163,7 +148,7 @@ func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg, ip string, now t
 	path := "/" + file
 	for _, p := range a.cfg.Public {
 		if underPrefix(path, p) {
-			a.stats.Public.Add(1)
+			a.stats.count(AuthPublic)
 			return grant{}, nil
 		}
 	}
@@ -194,7 +179,7 @@ func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg, ip string, now t
 			until, err = a.verify.VerifySegmentUntil(string(tok), path, ip, now)
 		}
 	}
-	a.count(err)
+	a.stats.count(authReasonOf(err))
 	if err != nil {
 		return grant{}, err
 	}
@@ -225,38 +210,6 @@ func (a *authorizer) findToken(ctx *fasthttp.RequestCtx) (tok []byte, inURL bool
 	return nil, false
 }
 
-func (a *authorizer) count(err error) {
-	s := a.stats
-	switch {
-	case err == nil:
-		s.OK.Add(1)
-	case errors.Is(err, errNoToken):
-		s.Missing.Add(1)
-	case errors.Is(err, token.ErrExpired):
-		s.Expired.Add(1)
-	case errors.Is(err, token.ErrNotYetValid):
-		s.Early.Add(1)
-	case errors.Is(err, token.ErrScope):
-		s.Scope.Add(1)
-	case errors.Is(err, token.ErrIP):
-		s.IP.Add(1)
-	case errors.Is(err, token.ErrUnknownKey):
-		s.UnknownKey.Add(1)
-	case errors.Is(err, token.ErrSignature):
-		s.Signature.Add(1)
-	default:
-		s.Malformed.Add(1)
-	}
-}
-
-// reason is the stable label of an auth error, for logs and metrics.
-func reason(err error) string {
-	if errors.Is(err, errNoToken) {
-		return "missing"
-	}
-	return token.Reason(err)
-}
-
 // deny answers a failed check. The body says only the status: nothing that
 // tells an attacker which part of a token was wrong. The log line names the
 // reason and the path, and never the token's MAC.
@@ -268,35 +221,15 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="segorigin"`)
 		}
 	}
-	r := reason(err)
-	if l := &a.logs[reasonIndex(r)]; l.Allow() {
-		s.log.Info("request refused", "status", code, "reason", r, "path", s.loggable("/"+file),
+	r := authReasonOf(err)
+	if l := &a.logs[r.logGroup()]; l.Allow() {
+		s.log.Info("request refused", "status", code, "reason", r.String(), "path", s.loggable("/"+file),
 			"client", s.clientIP(ctx), "suppressed", l.Suppressed())
 	}
 	s.setErrorHeaders(&ctx.Response.Header, code)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(fmt.Sprintf("%d %s\n", code, fasthttp.StatusMessage(code)))
-}
-
-func reasonIndex(r string) int {
-	switch r {
-	case "missing":
-		return 0
-	case "malformed":
-		return 1
-	case "expired":
-		return 2
-	case "early":
-		return 3
-	case "scope":
-		return 4
-	case "ip":
-		return 5
-	case "unknown_key", "signature":
-		return 6
-	}
-	return 7
 }
 
 // ReloadAuth replaces the authorization settings (new keys on rotation,

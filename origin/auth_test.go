@@ -126,8 +126,9 @@ func testAuthTokens(t *testing.T, mode serverMode) {
 		}
 	}
 	st := &ts.srv.Stats().Auth
-	if st.Expired.Load() != 4 || st.Scope.Load() < 8 || st.Signature.Load() < 4 {
-		t.Errorf("auth counters: expired %d, scope %d, signature %d", st.Expired.Load(), st.Scope.Load(), st.Signature.Load())
+	expired, scope, signature := st.ByReason[origin.AuthExpired].Load(), st.ByReason[origin.AuthScope].Load(), st.ByReason[origin.AuthSignature].Load()
+	if expired != 4 || scope < 8 || signature < 4 {
+		t.Errorf("auth counters: expired %d, scope %d, signature %d", expired, scope, signature)
 	}
 }
 

@@ -133,13 +133,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter("sf_fallback", t.SendfileFallbacks.Load())
 	counter("truncated", t.Truncated.Load())
 	counter("aborted", t.Aborted.Load())
-	a := &st.Auth
-	for reason, v := range map[string]*atomic.Int64{
-		"ok": &a.OK, "public": &a.Public, "missing": &a.Missing, "malformed": &a.Malformed,
-		"expired": &a.Expired, "early": &a.Early, "scope": &a.Scope, "ip": &a.IP,
-		"unknown_key": &a.UnknownKey, "signature": &a.Signature,
-	} {
-		counter("auth", v.Load(), reason)
+	for r := range origin.NumAuthReasons {
+		counter("auth", st.Auth.ByReason[r].Load(), r.String())
 	}
 	ts := &st.TLS
 	for ev, v := range map[string]*atomic.Int64{

@@ -58,28 +58,3 @@ var (
 
 	errRawPath = &detailError{kind: ErrScope, msg: "path is not clean (caller must decode and remove dot segments)"}
 )
-
-// Reason returns a short stable label for err, for metrics and logs:
-// "ok" for nil, then "malformed", "expired", "early", "scope", "ip",
-// "unknown_key", "signature", or "other".
-func Reason(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, ErrMalformed):
-		return "malformed"
-	case errors.Is(err, ErrExpired):
-		return "expired"
-	case errors.Is(err, ErrNotYetValid):
-		return "early"
-	case errors.Is(err, ErrScope):
-		return "scope"
-	case errors.Is(err, ErrIP):
-		return "ip"
-	case errors.Is(err, ErrUnknownKey):
-		return "unknown_key"
-	case errors.Is(err, ErrSignature):
-		return "signature"
-	}
-	return "other"
-}

@@ -2,6 +2,7 @@ package token
 
 import (
 	"encoding/hex"
+	"errors"
 	"testing"
 	"time"
 )
@@ -72,4 +73,18 @@ func errName(err error) string {
 		return "<nil>"
 	}
 	return err.Error()
+}
+
+// isSentinel: err is nil or wraps one of the package's Err* sentinels,
+// which callers (origin's AuthReason) map to reasons.
+func isSentinel(err error) bool {
+	if err == nil {
+		return true
+	}
+	for _, s := range []error{ErrMalformed, ErrExpired, ErrNotYetValid, ErrScope, ErrIP, ErrUnknownKey, ErrSignature} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }
