@@ -17,108 +17,173 @@ import (
 // increments its own counters, and nothing is registered globally.
 type collector struct {
 	s *origin.Server
+	d *descs
 }
 
-func newDesc(name, help string, labels ...string) *prometheus.Desc {
-	return prometheus.NewDesc("segorigin_"+name, help, labels, nil)
+// descs are the descriptors of every metric the collector exports,
+// one typed field each, so a misspelt name does not compile (a
+// string-keyed map would panic at scrape time). add keeps all
+// complete for Describe.
+type descs struct {
+	all              []*prometheus.Desc // every field below, in order
+	requests         *prometheus.Desc
+	responses        *prometheus.Desc
+	byCode           *prometheus.Desc
+	build            *prometheus.Desc
+	rootAvail        *prometheus.Desc
+	rootUnavail      *prometheus.Desc
+	kind             *prometheus.Desc
+	bad              *prometheus.Desc
+	headerLarge      *prometheus.Desc
+	multipart        *prometheus.Desc
+	rangesIgnore     *prometheus.Desc
+	conns            *prometheus.Desc
+	acceptEmfile     *prometheus.Desc
+	connsRefused     *prometheus.Desc
+	proxy            *prometheus.Desc
+	bodyResp         *prometheus.Desc
+	bodyBytes        *prometheus.Desc
+	sfFallback       *prometheus.Desc
+	truncated        *prometheus.Desc
+	aborted          *prometheus.Desc
+	auth             *prometheus.Desc
+	cacheOps         *prometheus.Desc
+	cacheFds         *prometheus.Desc
+	cacheInlineFiles *prometheus.Desc
+	cacheInlineBytes *prometheus.Desc
+	cacheEntries     *prometheus.Desc
+	cacheNegb        *prometheus.Desc
+	tls              *prometheus.Desc
+	coldChecked      *prometheus.Desc
+	coldResident     *prometheus.Desc
+	coldWaits        *prometheus.Desc
+	coldWaitSec      *prometheus.Desc
+	coldQueueS       *prometheus.Desc
+	coldEvents       *prometheus.Desc
+	coldBytes        *prometheus.Desc
+	coldRunning      *prometheus.Desc
+	raPredicted      *prometheus.Desc
+	raEvents         *prometheus.Desc
+	raBytes          *prometheus.Desc
+	raIndexed        *prometheus.Desc
+	watchEvents      *prometheus.Desc
+	watchOverflw     *prometheus.Desc
+	watchDirs        *prometheus.Desc
+	watchDegr        *prometheus.Desc
+	badPaths         *prometheus.Desc
+	logSuppr         *prometheus.Desc
+	accessErrs       *prometheus.Desc
+	cmcdReq          *prometheus.Desc
+	cmcdStarve       *prometheus.Desc
+	cmcdBad          *prometheus.Desc
 }
 
-var metricDescs = map[string]*prometheus.Desc{
-	"requests":           newDesc("requests_total", "Requests that reached the handler."),
-	"responses":          newDesc("responses_total", "Responses by status class (unparseable requests' 400, 408 and 431 included).", "class"),
-	"by_code":            newDesc("responses_by_code_total", "Responses by status code: the codes the server emits, any other as \"other\".", "code"),
-	"build":              newDesc("build_info", "The running binary: version, Go version and VCS commit; always 1.", "version", "goversion", "commit"),
-	"root_avail":         newDesc("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check."),
-	"root_unavail":       newDesc("root_unavailable_total", "Times the media root was found missing, replaced or unreadable (each outage counted once)."),
-	"kind":               newDesc("file_responses_total", "File responses (200, 206, 304) by kind of file.", "kind"),
-	"bad":                newDesc("bad_requests_total", "Requests fasthttp could not parse (400, 408, 431)."),
-	"header_large":       newDesc("header_too_large_total", "Requests refused with 431."),
-	"multipart":          newDesc("multipart_responses_total", "multipart/byteranges responses."),
-	"ranges_ignore":      newDesc("ranges_ignored_total", "Range headers ignored as invalid or over -max-ranges."),
-	"conns":              newDesc("connections_open", "Plain TCP connections open."),
-	"accept_emfile":      newDesc("accept_emfile_total", "Accepts that failed for lack of file descriptors (retried after shedding the cache)."),
-	"conns_refused":      newDesc("connections_refused_total", "Connections closed at accept by -max-conns or -max-conns-per-ip."),
-	"proxy":              newDesc("proxy_protocol_total", "Connections by PROXY protocol outcome (with -proxy-protocol).", "outcome"),
-	"body_resp":          newDesc("body_responses_total", "Response bodies by transport path.", "path"),
-	"body_bytes":         newDesc("body_bytes_total", "Body bytes sent by transport path.", "path"),
-	"sf_fallback":        newDesc("sendfile_fallbacks_total", "Responses where the file system refused sendfile and copy served."),
-	"truncated":          newDesc("truncated_total", "Responses cut short because the file shrank while being sent."),
-	"aborted":            newDesc("aborted_total", "Responses cut short by the client or a write timeout."),
-	"auth":               newDesc("auth_total", "Authorization outcomes by reason.", "reason"),
-	"cache_ops":          newDesc("cache_operations_total", "File cache operations.", "op"),
-	"cache_fds":          newDesc("cache_open_files", "Descriptors the file cache holds open (listed or lent out)."),
-	"cache_inline_files": newDesc("cache_inline_files", "Small files whose bytes the file cache holds in memory (listed or lent out)."),
-	"cache_inline_bytes": newDesc("cache_inline_bytes", "Bytes of those files: at most -inline-budget."),
-	"cache_entries":      newDesc("cache_entries", "Entries listed in the file cache.", "type"),
-	"cache_negb":         newDesc("cache_negative_bytes", "What the negative entries count against -negative-cache-bytes (name bytes plus a fixed overhead each)."),
-	"tls":                newDesc("tls_events_total", "TLS handshakes, kernel TLS hand-overs and certificate reloads by outcome.", "event"),
-	"cold_checked":       newDesc("cold_checked_total", "Responses whose first window's residency was checked before the header, by kind.", "kind"),
-	"cold_resident":      newDesc("cold_resident_total", "Of those, found in the page cache (sent at once), by kind.", "kind"),
-	"cold_waits":         newDesc("cold_waits_total", "Windows that waited for a cold reader (cold reads)."),
-	"cold_wait_sec":      newDesc("cold_wait_seconds_total", "Time requests spent waiting for cold readers (queue and read)."),
-	"cold_queue_s":       newDesc("cold_queue_wait_seconds_total", "Time cold reads spent queued before a reader took them."),
-	"cold_events":        newDesc("cold_events_total", "Cold-read outcomes: refused (503), aborted (mid-body), probe_error, load_error, still_cold, joined.", "event"),
-	"cold_bytes":         newDesc("cold_read_bytes_total", "Bytes the cold readers read for waiting requests."),
-	"cold_running":       newDesc("cold_readers_busy", "Cold readers reading now."),
-	"ra_predicted":       newDesc("readahead_predicted_total", "Read-ahead predictions handed to the cold readers, by source.", "source"),
-	"ra_events":          newDesc("readahead_total", "What became of read-ahead: issued (read into the page cache), hit, wasted (evicted before its request), unused (never requested), resident (nothing to read), missing, dropped (no room).", "outcome"),
-	"ra_bytes":           newDesc("readahead_bytes_total", "Bytes read ahead."),
-	"ra_indexed":         newDesc("readahead_indexed_total", "Playlists and sidx boxes parsed for read-ahead, and those that failed.", "result"),
-	"watch_events":       newDesc("watcher_events_total", "File system events the watcher processed."),
-	"watch_overflw":      newDesc("watcher_overflows_total", "fsnotify event-queue overflows."),
-	"watch_dirs":         newDesc("watcher_directories", "Directories watched."),
-	"watch_degr":         newDesc("watcher_degraded", "1 while the watch set is incomplete and the cache revalidates by stat."),
-	"bad_paths":          newDesc("bad_paths_total", "Request paths refused with 400 (bad escape, control byte, climbing above the root)."),
-	"log_suppr":          newDesc("log_suppressed_total", "Log lines held back by rate limiting, by kind (their events are still counted by their own metrics).", "kind"),
-	"access_errs":        newDesc("access_log_errors_total", "Access log lines the log writer refused."),
-	"cmcd_req":           newDesc("cmcd_requests_total", "GET and HEAD requests carrying CMCD (CTA-5004), by object type (ot) and streaming format (sf); none when not given.", "object_type", "streaming_format"),
-	"cmcd_starve":        newDesc("cmcd_buffer_starvation_total", "Requests whose CMCD says the player's buffer ran dry since its previous request (bs)."),
-	"cmcd_bad":           newDesc("cmcd_malformed_total", "Requests with a CMCD entry dropped as malformed (the request is served as if it were absent)."),
+func newDescs() *descs {
+	d := &descs{}
+	d.requests = d.add("requests_total", "Requests that reached the handler.")
+	d.responses = d.add("responses_total", "Responses by status class (unparseable requests' 400, 408 and 431 included).", "class")
+	d.byCode = d.add("responses_by_code_total", "Responses by status code: the codes the server emits, any other as \"other\".", "code")
+	d.build = d.add("build_info", "The running binary: version, Go version and VCS commit; always 1.", "version", "goversion", "commit")
+	d.rootAvail = d.add("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check.")
+	d.rootUnavail = d.add("root_unavailable_total", "Times the media root was found missing, replaced or unreadable (each outage counted once).")
+	d.kind = d.add("file_responses_total", "File responses (200, 206, 304) by kind of file.", "kind")
+	d.bad = d.add("bad_requests_total", "Requests fasthttp could not parse (400, 408, 431).")
+	d.headerLarge = d.add("header_too_large_total", "Requests refused with 431.")
+	d.multipart = d.add("multipart_responses_total", "multipart/byteranges responses.")
+	d.rangesIgnore = d.add("ranges_ignored_total", "Range headers ignored as invalid or over -max-ranges.")
+	d.conns = d.add("connections_open", "Plain TCP connections open.")
+	d.acceptEmfile = d.add("accept_emfile_total", "Accepts that failed for lack of file descriptors (retried after shedding the cache).")
+	d.connsRefused = d.add("connections_refused_total", "Connections closed at accept by -max-conns or -max-conns-per-ip.")
+	d.proxy = d.add("proxy_protocol_total", "Connections by PROXY protocol outcome (with -proxy-protocol).", "outcome")
+	d.bodyResp = d.add("body_responses_total", "Response bodies by transport path.", "path")
+	d.bodyBytes = d.add("body_bytes_total", "Body bytes sent by transport path.", "path")
+	d.sfFallback = d.add("sendfile_fallbacks_total", "Responses where the file system refused sendfile and copy served.")
+	d.truncated = d.add("truncated_total", "Responses cut short because the file shrank while being sent.")
+	d.aborted = d.add("aborted_total", "Responses cut short by the client or a write timeout.")
+	d.auth = d.add("auth_total", "Authorization outcomes by reason.", "reason")
+	d.cacheOps = d.add("cache_operations_total", "File cache operations.", "op")
+	d.cacheFds = d.add("cache_open_files", "Descriptors the file cache holds open (listed or lent out).")
+	d.cacheInlineFiles = d.add("cache_inline_files", "Small files whose bytes the file cache holds in memory (listed or lent out).")
+	d.cacheInlineBytes = d.add("cache_inline_bytes", "Bytes of those files: at most -inline-budget.")
+	d.cacheEntries = d.add("cache_entries", "Entries listed in the file cache.", "type")
+	d.cacheNegb = d.add("cache_negative_bytes", "What the negative entries count against -negative-cache-bytes (name bytes plus a fixed overhead each).")
+	d.tls = d.add("tls_events_total", "TLS handshakes, kernel TLS hand-overs and certificate reloads by outcome.", "event")
+	d.coldChecked = d.add("cold_checked_total", "Responses whose first window's residency was checked before the header, by kind.", "kind")
+	d.coldResident = d.add("cold_resident_total", "Of those, found in the page cache (sent at once), by kind.", "kind")
+	d.coldWaits = d.add("cold_waits_total", "Windows that waited for a cold reader (cold reads).")
+	d.coldWaitSec = d.add("cold_wait_seconds_total", "Time requests spent waiting for cold readers (queue and read).")
+	d.coldQueueS = d.add("cold_queue_wait_seconds_total", "Time cold reads spent queued before a reader took them.")
+	d.coldEvents = d.add("cold_events_total", "Cold-read outcomes: refused (503), aborted (mid-body), probe_error, load_error, still_cold, joined.", "event")
+	d.coldBytes = d.add("cold_read_bytes_total", "Bytes the cold readers read for waiting requests.")
+	d.coldRunning = d.add("cold_readers_busy", "Cold readers reading now.")
+	d.raPredicted = d.add("readahead_predicted_total", "Read-ahead predictions handed to the cold readers, by source.", "source")
+	d.raEvents = d.add("readahead_total", "What became of read-ahead: issued (read into the page cache), hit, wasted (evicted before its request), unused (never requested), resident (nothing to read), missing, dropped (no room).", "outcome")
+	d.raBytes = d.add("readahead_bytes_total", "Bytes read ahead.")
+	d.raIndexed = d.add("readahead_indexed_total", "Playlists and sidx boxes parsed for read-ahead, and those that failed.", "result")
+	d.watchEvents = d.add("watcher_events_total", "File system events the watcher processed.")
+	d.watchOverflw = d.add("watcher_overflows_total", "fsnotify event-queue overflows.")
+	d.watchDirs = d.add("watcher_directories", "Directories watched.")
+	d.watchDegr = d.add("watcher_degraded", "1 while the watch set is incomplete and the cache revalidates by stat.")
+	d.badPaths = d.add("bad_paths_total", "Request paths refused with 400 (bad escape, control byte, climbing above the root).")
+	d.logSuppr = d.add("log_suppressed_total", "Log lines held back by rate limiting, by kind (their events are still counted by their own metrics).", "kind")
+	d.accessErrs = d.add("access_log_errors_total", "Access log lines the log writer refused.")
+	d.cmcdReq = d.add("cmcd_requests_total", "GET and HEAD requests carrying CMCD (CTA-5004), by object type (ot) and streaming format (sf); none when not given.", "object_type", "streaming_format")
+	d.cmcdStarve = d.add("cmcd_buffer_starvation_total", "Requests whose CMCD says the player's buffer ran dry since its previous request (bs).")
+	d.cmcdBad = d.add("cmcd_malformed_total", "Requests with a CMCD entry dropped as malformed (the request is served as if it were absent).")
+	return d
+}
+
+// add makes a descriptor named segorigin_<name> and lists it in d.all.
+func (d *descs) add(name, help string, labels ...string) *prometheus.Desc {
+	desc := prometheus.NewDesc("segorigin_"+name, help, labels, nil)
+	d.all = append(d.all, desc)
+	return desc
 }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range metricDescs {
+	for _, d := range c.d.all {
 		ch <- d
 	}
 }
 
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.Stats()
-	counter := func(name string, v int64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(metricDescs[name], prometheus.CounterValue, float64(v), labels...)
+	d := c.d
+	counter := func(desc *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
 	}
-	gauge := func(name string, v float64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(metricDescs[name], prometheus.GaugeValue, v, labels...)
+	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
 	}
-	counter("requests", st.Requests.Load())
+	counter(d.requests, st.Requests.Load())
 	for class, v := range map[string]*atomic.Int64{"2xx": &st.Status2xx, "3xx": &st.Status3xx, "4xx": &st.Status4xx, "5xx": &st.Status5xx} {
-		counter("responses", v.Load(), class)
+		counter(d.responses, v.Load(), class)
 	}
 	for i := range st.ByStatus {
-		counter("by_code", st.ByStatus[i].Load(), origin.StatusLabel(i))
+		counter(d.byCode, st.ByStatus[i].Load(), origin.StatusLabel(i))
 	}
 	b := c.s.Build()
-	gauge("build", 1, b.Version, b.GoVersion, b.Commit)
+	gauge(d.build, 1, b.Version, b.GoVersion, b.Commit)
 	avail := 1.0
 	if !c.s.RootAvailable() {
 		avail = 0
 	}
-	gauge("root_avail", avail)
-	counter("root_unavail", st.RootUnavailable.Load())
+	gauge(d.rootAvail, avail)
+	counter(d.rootUnavail, st.RootUnavailable.Load())
 	for k := range st.Kinds {
-		counter("kind", st.Kinds[k].Load(), origin.KindName(k))
+		counter(d.kind, st.Kinds[k].Load(), origin.KindName(k))
 	}
-	counter("bad", st.BadRequests.Load())
-	counter("header_large", st.HeaderTooLarge.Load())
-	counter("multipart", st.Multipart.Load())
-	counter("ranges_ignore", st.RangesIgnored.Load())
-	gauge("conns", float64(st.ConnsOpen.Load()))
-	counter("conns_refused", st.ConnsRefused.Load())
+	counter(d.bad, st.BadRequests.Load())
+	counter(d.headerLarge, st.HeaderTooLarge.Load())
+	counter(d.multipart, st.Multipart.Load())
+	counter(d.rangesIgnore, st.RangesIgnored.Load())
+	gauge(d.conns, float64(st.ConnsOpen.Load()))
+	counter(d.connsRefused, st.ConnsRefused.Load())
 	for outcome, v := range map[string]*atomic.Int64{
 		"accepted": &st.ProxyAccepted, "local": &st.ProxyLocal, "absent": &st.ProxyAbsent,
 		"missing": &st.ProxyMissing, "untrusted": &st.ProxyUntrusted, "malformed": &st.ProxyMalformed,
 	} {
-		counter("proxy", v.Load(), outcome)
+		counter(d.proxy, v.Load(), outcome)
 	}
 	t := &st.Transport
 	for path, v := range map[string][2]*atomic.Int64{
@@ -127,14 +192,14 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		"inline":   {&t.InlineResponses, &t.InlineBytes},
 		"copy":     {&t.CopyResponses, &t.CopyBytes},
 	} {
-		counter("body_resp", v[0].Load(), path)
-		counter("body_bytes", v[1].Load(), path)
+		counter(d.bodyResp, v[0].Load(), path)
+		counter(d.bodyBytes, v[1].Load(), path)
 	}
-	counter("sf_fallback", t.SendfileFallbacks.Load())
-	counter("truncated", t.Truncated.Load())
-	counter("aborted", t.Aborted.Load())
+	counter(d.sfFallback, t.SendfileFallbacks.Load())
+	counter(d.truncated, t.Truncated.Load())
+	counter(d.aborted, t.Aborted.Load())
 	for r := range origin.NumAuthReasons {
-		counter("auth", st.Auth.ByReason[r].Load(), r.String())
+		counter(d.auth, st.Auth.ByReason[r].Load(), r.String())
 	}
 	ts := &st.TLS
 	for ev, v := range map[string]*atomic.Int64{
@@ -143,46 +208,46 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		"ktls_ulp_failed": &ts.KTLSULPFailed, "ktls_tx_failed": &ts.KTLSTXFailed,
 		"ktls_write_denied": &ts.KTLSWriteDenied, "cert_reload": &ts.CertReloads, "cert_reload_failed": &ts.CertReloadFails,
 	} {
-		counter("tls", v.Load(), ev)
+		counter(d.tls, v.Load(), ev)
 	}
-	counter("accept_emfile", st.AcceptEMFILE.Load())
-	counter("bad_paths", st.BadPaths.Load())
-	counter("access_errs", st.AccessLogErrors.Load())
+	counter(d.acceptEmfile, st.AcceptEMFILE.Load())
+	counter(d.badPaths, st.BadPaths.Load())
+	counter(d.accessErrs, st.AccessLogErrors.Load())
 	for kind, v := range c.s.LogSuppressed() {
-		counter("log_suppr", v, kind)
+		counter(d.logSuppr, v, kind)
 	}
-	collectCMCD(&st.CMCD, counter)
+	collectCMCD(d, &st.CMCD, counter)
 	if ps := c.s.ColdPoolStats(); ps != nil {
 		cold := &st.Cold
 		for k := range cold.Checked {
-			counter("cold_checked", cold.Checked[k].Load(), origin.KindName(k))
-			counter("cold_resident", cold.Resident[k].Load(), origin.KindName(k))
+			counter(d.coldChecked, cold.Checked[k].Load(), origin.KindName(k))
+			counter(d.coldResident, cold.Resident[k].Load(), origin.KindName(k))
 		}
-		counter("cold_waits", cold.Waited.Load())
-		ch <- prometheus.MustNewConstMetric(metricDescs["cold_wait_sec"], prometheus.CounterValue, float64(cold.WaitNanos.Load())/1e9)
-		ch <- prometheus.MustNewConstMetric(metricDescs["cold_queue_s"], prometheus.CounterValue, float64(ps.QueueWaitNanos.Load())/1e9)
+		counter(d.coldWaits, cold.Waited.Load())
+		ch <- prometheus.MustNewConstMetric(d.coldWaitSec, prometheus.CounterValue, float64(cold.WaitNanos.Load())/1e9)
+		ch <- prometheus.MustNewConstMetric(d.coldQueueS, prometheus.CounterValue, float64(ps.QueueWaitNanos.Load())/1e9)
 		for ev, v := range map[string]int64{
 			"refused": cold.Refused.Load(), "aborted": cold.Aborted.Load(), "probe_error": cold.ProbeErrs.Load(),
 			"load_error": cold.LoadErrs.Load(), "still_cold": cold.StillCold.Load(), "joined": ps.Joined.Load(),
 		} {
-			counter("cold_events", v, ev)
+			counter(d.coldEvents, v, ev)
 		}
-		counter("cold_bytes", cold.LoadBytes.Load())
-		gauge("cold_running", float64(ps.Running.Load()))
+		counter(d.coldBytes, cold.LoadBytes.Load())
+		gauge(d.coldRunning, float64(ps.Running.Load()))
 	}
 	if ra := c.s.ReadAheadStats(); ra != nil {
 		for src := range ra.Predicted {
-			counter("ra_predicted", ra.Predicted[src].Load(), origin.ReadAheadSource(src))
+			counter(d.raPredicted, ra.Predicted[src].Load(), origin.ReadAheadSource(src))
 		}
 		for outcome, v := range map[string]*atomic.Int64{
 			"issued": &ra.Issued, "hit": &ra.Hit, "wasted": &ra.Wasted, "unused": &ra.Unused,
 			"resident": &ra.Resident, "missing": &ra.Missing, "dropped": &ra.Dropped,
 		} {
-			counter("ra_events", v.Load(), outcome)
+			counter(d.raEvents, v.Load(), outcome)
 		}
-		counter("ra_bytes", ra.Bytes.Load())
-		counter("ra_indexed", ra.Indexed.Load(), "ok")
-		counter("ra_indexed", ra.IndexErrs.Load(), "error")
+		counter(d.raBytes, ra.Bytes.Load())
+		counter(d.raIndexed, ra.Indexed.Load(), "ok")
+		counter(d.raIndexed, ra.IndexErrs.Load(), "error")
 	}
 	cs := c.s.CacheStats()
 	for op, v := range map[string]uint64{
@@ -190,38 +255,38 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		"invalidation": cs.Invalidations, "revalidation": cs.Revalidations, "stale": cs.Stale, "emfile": cs.EMFILE,
 		"inline_over_budget": cs.InlineOverBudget, "inline_changed": cs.InlineChanged,
 	} {
-		counter("cache_ops", int64(v), op)
+		counter(d.cacheOps, int64(v), op)
 	}
-	gauge("cache_fds", float64(cs.OpenFiles))
-	gauge("cache_inline_files", float64(cs.InlineFiles))
-	gauge("cache_inline_bytes", float64(cs.InlineBytes))
-	gauge("cache_entries", float64(cs.Entries), "file")
-	gauge("cache_entries", float64(cs.NegativeEntries), "negative")
-	gauge("cache_negb", float64(cs.NegativeBytes))
+	gauge(d.cacheFds, float64(cs.OpenFiles))
+	gauge(d.cacheInlineFiles, float64(cs.InlineFiles))
+	gauge(d.cacheInlineBytes, float64(cs.InlineBytes))
+	gauge(d.cacheEntries, float64(cs.Entries), "file")
+	gauge(d.cacheEntries, float64(cs.NegativeEntries), "negative")
+	gauge(d.cacheNegb, float64(cs.NegativeBytes))
 	if ws, ok := c.s.WatchStats(); ok {
-		counter("watch_events", int64(ws.Events))
-		counter("watch_overflw", int64(ws.Overflows))
-		gauge("watch_dirs", float64(ws.WatchedDirs))
+		counter(d.watchEvents, int64(ws.Events))
+		counter(d.watchOverflw, int64(ws.Overflows))
+		gauge(d.watchDirs, float64(ws.WatchedDirs))
 		degraded := 0.0
 		if ws.Degraded {
 			degraded = 1
 		}
-		gauge("watch_degr", degraded)
+		gauge(d.watchDegr, degraded)
 	}
 }
 
 // collectCMCD exports the CMCD counters; object type and streaming format
 // pairs no request carried are left out.
-func collectCMCD(st *origin.CMCDStats, counter func(string, int64, ...string)) {
+func collectCMCD(d *descs, st *origin.CMCDStats, counter func(*prometheus.Desc, int64, ...string)) {
 	for ot := range st.Requests {
 		for sf := range st.Requests[ot] {
 			if v := st.Requests[ot][sf].Load(); v > 0 {
-				counter("cmcd_req", v, cmcdLabel(cmcd.ObjectType(ot).String()), cmcdLabel(cmcd.StreamingFormat(sf).String()))
+				counter(d.cmcdReq, v, cmcdLabel(cmcd.ObjectType(ot).String()), cmcdLabel(cmcd.StreamingFormat(sf).String()))
 			}
 		}
 	}
-	counter("cmcd_starve", st.Starvation.Load())
-	counter("cmcd_bad", st.Malformed.Load())
+	counter(d.cmcdStarve, st.Starvation.Load())
+	counter(d.cmcdBad, st.Malformed.Load())
 }
 
 func cmcdLabel(token string) string {
@@ -238,7 +303,7 @@ func cmcdLabel(token string) string {
 // with Config.AdminPprof, /debug/pprof/.
 func Handler(s *origin.Server, ready func() bool) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collector{s: s}, s.Latency(),
+	reg.MustRegister(collector{s: s, d: newDescs()}, s.Latency(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
