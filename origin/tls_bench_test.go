@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"testing"
 
-	"segorigin/fixtures/synth"
 	"segorigin/origin"
 )
 
@@ -35,9 +34,9 @@ import (
 func BenchmarkHTTPS(b *testing.B) {
 	root := b.TempDir()
 	for i := range 16 {
-		writeBenchFile(b, root, fmt.Sprintf("w1/seg%02d.m4s", i), 2<<20)
+		writeSynth(b, root, fmt.Sprintf("w1/seg%02d.m4s", i), 2<<20)
 	}
-	writeBenchFile(b, root, "w2/big.mp4", 64<<20)
+	writeSynth(b, root, "w2/big.mp4", 64<<20)
 	servers := []struct {
 		name  string
 		start func(*testing.B, string) string
@@ -67,13 +66,6 @@ func BenchmarkHTTPS(b *testing.B) {
 				c.get(b, "/w2/big.mp4", fmt.Sprintf("Range: bytes=%d-%d\r\n", off, off+256<<10-1), 206, 256<<10)
 			}
 		})
-	}
-}
-
-func writeBenchFile(b *testing.B, root, rel string, size int64) {
-	p := filepath.Join(root, filepath.FromSlash(rel))
-	if err := synth.WriteFile(p, filepath.Base(p), size); err != nil {
-		b.Fatal(err)
 	}
 }
 
