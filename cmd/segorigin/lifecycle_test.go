@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"segorigin/internal/testproc"
+	"segorigin/internal/testwait"
 )
 
 // httpGet is one GET on a fresh connection (no keep-alive: each call
@@ -30,16 +31,6 @@ func httpGet(t *testing.T, url string) (int, string) {
 		t.Fatalf("GET %s: body: %v", url, err)
 	}
 	return resp.StatusCode, string(b)
-}
-
-// waitUntil polls cond every 20 ms, up to d.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not %s within %v", what, d)
-		}
-	}
 }
 
 // waitExit waits up to d for p to exit, and fails unless it exits 0.
@@ -84,7 +75,7 @@ func TestShutdownDelay(t *testing.T) {
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 2*time.Second, "/readyz 503 after SIGTERM", func() bool { code, _ := httpGet(t, readyz); return code == 503 })
+	testwait.For(t, 2*time.Second, "/readyz 503 after SIGTERM", func() bool { code, _ := httpGet(t, readyz); return code == 503 })
 	// Within the delay: a new connection is still accepted and served.
 	if code, body := httpGet(t, file); code != 200 || body != "#EXTM3U\n" {
 		t.Errorf("GET during the shutdown delay: %d %q, want 200", code, body)
@@ -105,7 +96,7 @@ func TestSecondSignalCutsDelay(t *testing.T) {
 	bin := testproc.Build(t, "./cmd/segorigin")
 	p := start(t, bin, "-listen", "127.0.0.1:0", "-root", t.TempDir(), "-shutdown-delay", "1h")
 	p.Signal(syscall.SIGTERM)
-	waitUntil(t, 5*time.Second, "the first signal logged", func() bool { return strings.Contains(p.Logs(), "shutdown: signal received") })
+	testwait.For(t, 5*time.Second, "the first signal logged", func() bool { return strings.Contains(p.Logs(), "shutdown: signal received") })
 	p.Signal(syscall.SIGTERM)
 	waitExit(t, p, 20*time.Second)
 	if !strings.Contains(p.Logs(), "shutdown: second signal: delay cut short") {
@@ -174,7 +165,7 @@ func TestReadyzMediaRoot(t *testing.T) {
 	if err := os.Rename(root, root+".away"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 5*time.Second, "the lost root logged", func() bool { return strings.Contains(p.Logs(), lost) })
+	testwait.For(t, 5*time.Second, "the lost root logged", func() bool { return strings.Contains(p.Logs(), lost) })
 	for range 5 {
 		if code, body := readyz(); code != 503 || body != "media root unavailable\n" {
 			t.Fatalf("/readyz with the root gone: %d %q, want 503 \"media root unavailable\"", code, body)
@@ -199,7 +190,7 @@ func TestReadyzMediaRoot(t *testing.T) {
 	if err := os.Rename(root+".away", root); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 5*time.Second, "/readyz 200 with the root back", func() bool { code, _ := readyz(); return code == 200 })
+	testwait.For(t, 5*time.Second, "/readyz 200 with the root back", func() bool { code, _ := readyz(); return code == 200 })
 	p.Stop(t)
 	if n := strings.Count(p.Logs(), lost); n != 1 {
 		t.Errorf("the outage was logged %d times, want once:\n%s", n, p.Logs())
