@@ -162,10 +162,10 @@ func TestTLSFallbackServes(t *testing.T) {
 	}
 }
 
-// TestTLSEmulatedKTLSUsesCorkedHeader: through the emulated kernel, the
+// TestTLSEmulatedKTLSKeepAlive: through the emulated kernel, the
 // header and the body of a response arrive in one stream of records the
-// stock client decrypts, and a second keep-alive response continues the
-// sequence.
+// stock client decrypts, and the next keep-alive responses continue the
+// sequence (five of 100 kB: at least 35 records sealed).
 func TestTLSEmulatedKTLSKeepAlive(t *testing.T) {
 	for _, m := range tlsModes[3:] {
 		t.Run(m.name, func(t *testing.T) {
