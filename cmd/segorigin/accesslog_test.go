@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"segorigin/internal/testproc"
+	"segorigin/internal/testwait"
 )
 
 // TestAccessLogRotateAndGoAccess: the binary's combined access log, with
@@ -87,13 +88,7 @@ func TestAccessLogRotateAndGoAccess(t *testing.T) {
 	}
 	waitLines := func(name string, n int) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for lines(name) != n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s holds %d lines, want %d", filepath.Base(name), lines(name), n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testwait.For(t, 5*time.Second, fmt.Sprintf("%s to hold %d lines", filepath.Base(name), n), func() bool { return lines(name) == n })
 	}
 	rotate := func(to string, sig syscall.Signal, reopened int) {
 		t.Helper()

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"segorigin/internal/testwait"
 )
 
 // startPool runs a pool for the test's duration.
@@ -23,16 +25,10 @@ func startPool(t *testing.T, cfg Config) *Pool {
 	return p
 }
 
-// waitFor polls cond, bounded in count and time.
+// waitFor is testwait.For with this package's bound.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for range 5000 {
-		if cond() {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
+	testwait.For(t, 5*time.Second, what, cond)
 }
 
 func TestNewValidates(t *testing.T) {
