@@ -15,6 +15,8 @@ vet:
 
 unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
+	# Allocation budgets, which the race detector's sync.Pool defeats.
+	$(GO) test -count=1 -run 'Alloc' ./...
 
 # Short fuzz runs of every target, so the fuzzers and their seeds cannot rot.
 # Counted in executions, not seconds: a time budget that expires while a

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"testing"
+
+	"segorigin/origin"
 )
 
 // TestServeAllocatesNothing: a keep-alive request of the workloads that
@@ -13,6 +15,10 @@ import (
 // log off. AllocsPerRun counts every goroutine, so the client below writes
 // a prepared request and reads the response into a fixed buffer.
 func TestServeAllocatesNothing(t *testing.T) {
+	if origin.RaceEnabled {
+		// make test runs the allocation tests again without -race.
+		t.Skip("allocation budgets do not hold under -race (sync.Pool drops items); `make unit` checks them without it")
+	}
 	root := t.TempDir()
 	writeSynth(t, root, "w3/part0000.m4s", 64<<10)
 	writeSynth(t, root, "w4/p00.m3u8", 1<<10)

@@ -8,3 +8,7 @@ type KTLSEmulator = ktlstest.KTLSEmulator
 // EmulateKTLS makes s hand its HTTPS connections to an emulator instead of
 // the kernel. Call it before Run, on a server with TLS and KTLSAlways.
 func EmulateKTLS(s *Server) *KTLSEmulator { return ktlstest.EmulateKTLS(s.tls) }
+
+// RaceEnabled says the race detector is on, under which allocation budgets
+// do not hold (sync.Pool drops items at random).
+const RaceEnabled = raceEnabled
