@@ -232,14 +232,14 @@ lt_free_port() {
 }
 
 # lt_start NAME BINDIR ROOT WORKDIR : starts server NAME (segorigin,
-# segorigin-nocache, nginx, nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
+# segorigin-nocache, segorigin-noinline, segorigin-nocold, nginx, nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
 # caller may prefix the command with a wrapper in LT_WRAP (e.g. strace).
 lt_start() {
   local name=$1 bin=$2 root=$3 work=$4
   mkdir -p "$work"
   LT_ADDR="" LT_PID=""
   case $name in
-  segorigin | segorigin-nocache | segorigin-noinline | nethttp | fasthttpfs)
+  segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | nethttp | fasthttpfs)
     local extra=() exe=$name
     if [[ $name == segorigin* ]] && [ -n "${SEGORIGIN_FLAGS:-}" ]; then
       read -r -a extra <<<"$SEGORIGIN_FLAGS"
@@ -251,6 +251,10 @@ lt_start() {
     if [ "$name" = segorigin-noinline ]; then # small files by sendfile, to choose -inline-max
       exe=segorigin
       extra+=(-inline-max 0)
+    fi
+    if [ "$name" = segorigin-nocold ]; then # no residency check or cold pool, to show what they cost on hits
+      exe=segorigin
+      extra+=(-cold-readers 0)
     fi
     : >"$work/$name.log"
     ${LT_WRAP:-} ${LT_SERVER_PIN:-} "$bin/$exe" -root "$root" -listen 127.0.0.1:0 "${extra[@]}" 2>"$work/$name.log" &
