@@ -89,13 +89,13 @@ func TestAccessLogJSON(t *testing.T) {
 		}
 	}
 	st := ts.srv.Stats()
-	if got := st.CMCD.Requests[cmcd.ObjectVideo][cmcd.FormatHLS].Load(); got != 1 {
+	if got := st.CMCD.Requests[cmcd.ObjectVideo][cmcd.FormatHLS]; got != 1 {
 		t.Errorf("CMCD requests{ot=v,sf=h} = %d, want 1", got)
 	}
-	if got := st.CMCD.Requests[cmcd.ObjectVideo][cmcd.FormatDASH].Load(); got != 1 {
+	if got := st.CMCD.Requests[cmcd.ObjectVideo][cmcd.FormatDASH]; got != 1 {
 		t.Errorf("CMCD requests{ot=v,sf=d} = %d, want 1", got)
 	}
-	if s, m := st.CMCD.Starvation.Load(), st.CMCD.Malformed.Load(); s != 1 || m != 1 {
+	if s, m := st.CMCD.Starvation, st.CMCD.Malformed; s != 1 || m != 1 {
 		t.Errorf("CMCD starvation, malformed = %d, %d; want 1, 1", s, m)
 	}
 	rec := httptest.NewRecorder()

@@ -54,14 +54,14 @@ type authorizer struct {
 	verify *token.Verifier           // EdgeAuth scheme
 	link   *token.SecureLinkVerifier // secure_link scheme
 	prefix string                    // "t/": the path carrier, as the cleaned path starts
-	stats  *AuthStats
+	stats  *authCounters
 	logs   [NumAuthReasons]rateLimitedLog // refusals, by AuthReason.logGroup, so each reason is logged
 	redact token.Redactor                 // hides this configuration's carriers in logs
 }
 
 var errNoToken = errors.New("origin: no token")
 
-func newAuthorizer(cfg AuthConfig, stats *AuthStats, now func() time.Time) (*authorizer, error) {
+func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*authorizer, error) {
 	a := &authorizer{cfg: cfg, stats: stats}
 	if cfg.MissingStatus == 0 {
 		a.cfg.MissingStatus = fasthttp.StatusUnauthorized

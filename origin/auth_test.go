@@ -125,8 +125,8 @@ func testAuthTokens(t *testing.T, mode serverMode) {
 			})
 		}
 	}
-	st := &ts.srv.Stats().Auth
-	expired, scope, signature := st.ByReason[origin.AuthExpired].Load(), st.ByReason[origin.AuthScope].Load(), st.ByReason[origin.AuthSignature].Load()
+	st := ts.srv.Stats().Auth
+	expired, scope, signature := st.ByReason[origin.AuthExpired], st.ByReason[origin.AuthScope], st.ByReason[origin.AuthSignature]
 	if expired != 4 || scope < 8 || signature < 4 {
 		t.Errorf("auth counters: expired %d, scope %d, signature %d", expired, scope, signature)
 	}

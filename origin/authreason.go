@@ -75,9 +75,10 @@ func (r AuthReason) logGroup() AuthReason {
 	return r
 }
 
-// AuthStats count authorization outcomes, indexed by AuthReason.
-type AuthStats struct {
+// authCounters count authorization outcomes, indexed by AuthReason (the
+// live form of AuthStats).
+type authCounters struct {
 	ByReason [NumAuthReasons]atomic.Int64
 }
 
-func (s *AuthStats) count(r AuthReason) { s.ByReason[r].Add(1) }
+func (s *authCounters) count(r AuthReason) { s.ByReason[r].Add(1) }

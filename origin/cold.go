@@ -24,9 +24,10 @@ const coldWindow = 4 << 20
 // time it is checked).
 const coldFirstWindow = 256 << 10
 
-// ColdStats count the cold-read path: how often a span to be sent was
-// resident already, and how often it had to wait for a pool reader.
-type ColdStats struct {
+// coldCounters count the cold-read path: how often a span to be sent was
+// resident already, and how often it had to wait for a pool reader (the
+// live form of ColdStats).
+type coldCounters struct {
 	Checked   [3]atomic.Int64 // first windows checked before the header, by kind
 	Resident  [3]atomic.Int64 // of those, found resident: sent at once, by kind
 	Waited    atomic.Int64    // windows (first or later) that waited for a pool reader

@@ -125,9 +125,9 @@ func TestColdBurstKeepsThreadsBoundedAndPlaylistsServed(t *testing.T) {
 			f.Hold()
 			defer f.Open()
 			wait := coldBurst(ts, n, size)
-			cold := &ts.srv.Stats().Cold
+			cold := func() origin.ColdStats { return ts.srv.Stats().Cold }
 			if tc.readers > 0 {
-				waitFor(t, 10*time.Second, "every request waiting for a reader", func() bool { return cold.Waited.Load() == n })
+				waitFor(t, 10*time.Second, "every request waiting for a reader", func() bool { return cold().Waited == n })
 				// One reader is kept for playlists: the others stall.
 				waitFor(t, 10*time.Second, "every segment reader stalled on the disk", func() bool { return ts.srv.ColdReadersBusy() == readers-1 })
 			} else {
@@ -189,7 +189,7 @@ func TestColdQueueFullAnswers503(t *testing.T) {
 			results <- result{r, b, err}
 		}()
 		want := int64(i + 1)
-		waitFor(t, 10*time.Second, "request queued", func() bool { return ts.srv.Stats().Cold.Waited.Load() == want })
+		waitFor(t, 10*time.Second, "request queued", func() bool { return ts.srv.Stats().Cold.Waited == want })
 	}
 	r := ts.get("/v/seg0002.ts", "Range: bytes=0-99")
 	mustStatus(t, r, 503, "cold request with the reader busy and the queue full")
@@ -205,7 +205,7 @@ func TestColdQueueFullAnswers503(t *testing.T) {
 			t.Errorf("queued cold request: %v, %d bytes, err %v; want 200 with %d bytes", res.resp, len(res.body), res.err, size)
 		}
 	}
-	if got := ts.srv.Stats().Cold.Refused.Load(); got != 1 {
+	if got := ts.srv.Stats().Cold.Refused; got != 1 {
 		t.Errorf("Cold.Refused = %d, want 1", got)
 	}
 }
@@ -233,22 +233,22 @@ func TestResidentSkipsPoolAndLongBodiesGoByWindow(t *testing.T) {
 	const size = 9 << 20 // three 4 MiB windows
 	f := coldRig(t, 1, size)
 	ts := startServer(t, f.Dir(), func(c *origin.Config) { c.Watch = false })
-	cold := &ts.srv.Stats().Cold
+	cold := func() origin.ColdStats { return ts.srv.Stats().Cold }
 	mustBody(t, ts.get("/v/index.m3u8"), []byte(playlistFor(1)), "resident playlist")
-	if got := cold.Waited.Load(); got != 0 {
+	if got := cold().Waited; got != 0 {
 		t.Errorf("Cold.Waited after a resident playlist = %d, want 0", got)
 	}
 	r := ts.get("/v/seg0000.ts")
 	mustStatus(t, r, 200, "cold 9 MiB segment")
 	mustBody(t, r, synthBytes("seg0000.ts", 0, size), "cold 9 MiB segment")
-	if got := cold.Waited.Load(); got < 2 {
+	if got := cold().Waited; got < 2 {
 		t.Errorf("Cold.Waited after a cold 9 MiB body = %d, want >= 2 (its windows)", got)
 	}
-	before := cold.Waited.Load()
+	before := cold().Waited
 	r = ts.get("/v/seg0000.ts", "Range: bytes=100-199")
 	mustStatus(t, r, 206, "resident range")
 	mustBody(t, r, synthBytes("seg0000.ts", 100, 100), "resident range")
-	if got := cold.Waited.Load(); got != before {
+	if got := cold().Waited; got != before {
 		t.Errorf("Cold.Waited after a resident range = %d, want %d (no cold read)", got, before)
 	}
 }

@@ -69,12 +69,12 @@ func TestInlineMatchesSendfile(t *testing.T) {
 			}
 		})
 	}
-	tr := &in.srv.Stats().Transport
-	waitFor(t, 2*time.Second, "inline bodies counted", func() bool { return tr.InlineResponses.Load() >= 7 })
-	if n := tr.SendfileResponses.Load() + tr.CopyResponses.Load(); n != 0 {
+	tr := func() origin.TransportStats { return in.srv.Stats().Transport }
+	waitFor(t, 2*time.Second, "inline bodies counted", func() bool { return tr().InlineResponses >= 7 })
+	if n := tr().SendfileResponses + tr().CopyResponses; n != 0 {
 		t.Errorf("inline server sent %d bodies by sendfile or copy, want 0", n)
 	}
-	if n := sf.srv.Stats().Transport.InlineResponses.Load(); n != 0 {
+	if n := sf.srv.Stats().Transport.InlineResponses; n != 0 {
 		t.Errorf("-inline-max 0 server sent %d inline bodies, want 0", n)
 	}
 }
@@ -182,11 +182,11 @@ func TestInlineRenameReplace(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}
 	wg.Wait()
-	t.Logf("%d versions published, %d bodies fetched, inline bodies %d", versions, bodies.Load(), ts.srv.Stats().Transport.InlineResponses.Load())
+	t.Logf("%d versions published, %d bodies fetched, inline bodies %d", versions, bodies.Load(), ts.srv.Stats().Transport.InlineResponses)
 	if n := late.Load(); n > 0 {
 		t.Errorf("%d requests started more than %v after a newer version was published got an older one", n, freshness)
 	}
-	if ts.srv.Stats().Transport.InlineResponses.Load() == 0 {
+	if ts.srv.Stats().Transport.InlineResponses == 0 {
 		t.Errorf("no body was served inline")
 	}
 }
@@ -246,7 +246,7 @@ func TestInlineInPlaceWrite(t *testing.T) {
 					return ok && got == v
 				})
 			}
-			if ts.srv.Stats().Transport.InlineResponses.Load() == 0 {
+			if ts.srv.Stats().Transport.InlineResponses == 0 {
 				t.Errorf("no body was served inline")
 			}
 		})

@@ -30,9 +30,9 @@ func TestRefusalsRateLimited(t *testing.T) {
 		c := ts.dial()
 		mustStatus(t, c.do("GET", fmt.Sprintf("/bad%%zz%d/t/%s/x", i, strings.Repeat("A", 40))), 400, "bad escape")
 	}
-	st := ts.srv.Stats()
+	st := ts.srv.Stats
 	waitFor(t, 2*time.Second, "every refusal counted", func() bool {
-		return st.BadRequests.Load() == n && st.BadPaths.Load() == n
+		return st().BadRequests == n && st().BadPaths == n
 	})
 	text := logs.String()
 	// The test runs well inside one 10 s interval, but may straddle the

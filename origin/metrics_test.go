@@ -21,7 +21,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	c.do("GET", "/seg.m4s")
 	c.do("GET", "/seg.m4s", "Range: bytes=0-9")
 	c.do("GET", "/missing.ts")
-	waitFor(t, 5*time.Second, "both bodies counted", func() bool { return ts.srv.Stats().Transport.SendfileResponses.Load() == 2 })
+	waitFor(t, 5*time.Second, "both bodies counted", func() bool { return ts.srv.Stats().Transport.SendfileResponses == 2 })
 	h := admin.Handler(ts.srv, func() bool { return true })
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

@@ -57,8 +57,9 @@ func (s raSource) String() string {
 	return [...]string{"playlist", "byterange", "template", "sidx", "cmcd"}[s]
 }
 
-// ReadAheadStats count predictions and what became of them.
-type ReadAheadStats struct {
+// raCounters count predictions and what became of them (the live form of
+// ReadAheadStats).
+type raCounters struct {
 	Predicted [numSources]atomic.Int64 // predictions handed to the pool, by source
 	Dropped   atomic.Int64             // predictions the pool had no room for
 	Missing   atomic.Int64             // predicted objects that do not exist (a numbering guess past the end)
@@ -88,7 +89,7 @@ const (
 type readAhead struct {
 	cfg   ReadAheadConfig
 	srv   *Server
-	stats *ReadAheadStats
+	stats *raCounters
 
 	dirs   *lru.Cache[string, *dirIndex]  // directory → what its playlists say
 	sidx   *lru.Cache[string, *sidxIndex] // file → its subsegments
@@ -474,13 +475,13 @@ func (s *Server) readSmall(name string, max int64) ([]byte, string, error) {
 	return b[:n], h.ETag, err
 }
 
-// ReadAheadStats returns read-ahead's counters (live), or nil when it is
-// off.
-func (s *Server) ReadAheadStats() *ReadAheadStats {
+// ReadAheadStats returns a snapshot of read-ahead's counters; ok is false
+// when read-ahead is off.
+func (s *Server) ReadAheadStats() (st ReadAheadStats, ok bool) {
 	if s.ra == nil {
-		return nil
+		return ReadAheadStats{}, false
 	}
-	return &s.stats.ReadAhead
+	return s.stats.ReadAhead.snapshot(), true
 }
 
 // ReadAheadSource names the source counted at index i of

@@ -35,23 +35,23 @@ func raRig(t *testing.T, backing string, mod func(*origin.ReadAheadConfig)) (*sl
 // issued waits until n read-aheads have been read into the page cache.
 func issued(t *testing.T, ts *testServer, n int64) {
 	t.Helper()
-	ra := &ts.srv.Stats().ReadAhead
-	waitFor(t, 10*time.Second, fmt.Sprintf("%d read-aheads issued", n), func() bool { return ra.Issued.Load() >= n })
+	ra := func() origin.ReadAheadStats { return ts.srv.Stats().ReadAhead }
+	waitFor(t, 10*time.Second, fmt.Sprintf("%d read-aheads issued", n), func() bool { return ra().Issued >= n })
 }
 
 // servedFromMemory holds the disk and checks that target still arrives
 // intact (so its bytes were resident) and counts as a read-ahead hit.
 func servedFromMemory(t *testing.T, f *slowfs.FS, ts *testServer, target string, want []byte, headers ...string) {
 	t.Helper()
-	ra := &ts.srv.Stats().ReadAhead
-	hits := ra.Hit.Load()
+	ra := func() origin.ReadAheadStats { return ts.srv.Stats().ReadAhead }
+	hits := ra().Hit
 	f.Hold()
 	defer f.Open()
 	c := ts.dial()
 	c.conn.SetDeadline(time.Now().Add(10 * time.Second)) // a read at the disk would hang here
 	r := c.do("GET", target, headers...)
 	mustBody(t, r, want, target+" with the disk held")
-	if got := ra.Hit.Load(); got != hits+1 {
+	if got := ra().Hit; got != hits+1 {
 		t.Errorf("ReadAhead.Hit after %s = %d, want %d", target, got, hits+1)
 	}
 }
@@ -65,11 +65,11 @@ func TestReadAheadNextPlaylistSegment(t *testing.T) {
 	writeFile(t, backing, "v/index.m3u8", playlistFor(n))
 	f, ts := raRig(t, backing, nil)
 	mustBody(t, ts.get("/v/index.m3u8"), []byte(playlistFor(n)), "playlist")
-	waitFor(t, 10*time.Second, "the playlist indexed", func() bool { return ts.srv.Stats().ReadAhead.Indexed.Load() == 1 })
+	waitFor(t, 10*time.Second, "the playlist indexed", func() bool { return ts.srv.Stats().ReadAhead.Indexed == 1 })
 	mustBody(t, ts.get("/v/seg0000.ts"), synthBytes("seg0000.ts", 0, size), "first segment")
 	issued(t, ts, 1)
 	servedFromMemory(t, f, ts, "/v/seg0001.ts", synthBytes("seg0001.ts", 0, size))
-	if got := ts.srv.Stats().ReadAhead.Predicted[0].Load(); got < 1 {
+	if got := ts.srv.Stats().ReadAhead.Predicted[0]; got < 1 {
 		t.Errorf("ReadAhead.Predicted[playlist] = %d, want >= 1", got)
 	}
 }
@@ -86,7 +86,7 @@ func TestReadAheadNextByteRange(t *testing.T) {
 	writeFile(t, backing, "b/index.m3u8", pl.String())
 	f, ts := raRig(t, backing, nil)
 	ts.get("/b/index.m3u8")
-	waitFor(t, 10*time.Second, "the playlist indexed", func() bool { return ts.srv.Stats().ReadAhead.Indexed.Load() == 1 })
+	waitFor(t, 10*time.Second, "the playlist indexed", func() bool { return ts.srv.Stats().ReadAhead.Indexed == 1 })
 	r := ts.get("/b/all.mp4", fmt.Sprintf("Range: bytes=%d-%d", span, 2*span-1))
 	mustBody(t, r, synthBytes("all.mp4", span, span), "second span")
 	issued(t, ts, 1)
@@ -113,9 +113,9 @@ func TestReadAheadTemplateOff(t *testing.T) {
 	_, ts := raRig(t, backing, func(c *origin.ReadAheadConfig) { c.Template = false })
 	ts.get("/d/chunk-0-001.m4s")
 	// Predictions are submitted before the body is sent: none was.
-	ra := &ts.srv.Stats().ReadAhead
-	for src := range ra.Predicted {
-		if got := ra.Predicted[src].Load(); got != 0 {
+	ra := ts.srv.Stats().ReadAhead
+	for src, got := range ra.Predicted {
+		if got != 0 {
 			t.Errorf("ReadAhead.Predicted[%d] with -readahead-template=false = %d, want 0", src, got)
 		}
 	}
@@ -158,7 +158,7 @@ func TestReadAheadNextSidxSubsegment(t *testing.T) {
 	f, ts := raRig(t, backing, nil)
 	// A player reads the index range first, then subsegments in order.
 	mustStatus(t, ts.get("/o/v.mp4", fmt.Sprintf("Range: bytes=0-%d", first-1)), 206, "index range")
-	waitFor(t, 10*time.Second, "the sidx indexed", func() bool { return ts.srv.Stats().ReadAhead.Indexed.Load() == 1 })
+	waitFor(t, 10*time.Second, "the sidx indexed", func() bool { return ts.srv.Stats().ReadAhead.Indexed == 1 })
 	rng := func(i int64) string { return fmt.Sprintf("Range: bytes=%d-%d", first+i*sub, first+(i+1)*sub-1) }
 	mustStatus(t, ts.get("/o/v.mp4", rng(0)), 206, "first subsegment")
 	issued(t, ts, 1)
@@ -179,7 +179,7 @@ func TestReadAheadCMCD(t *testing.T) {
 	ts.get("/c/a.m4s?CMCD=nor%3D%22query-next.m4s%22%2Csid%3D%22x%22")
 	issued(t, ts, 2)
 	servedFromMemory(t, f, ts, "/c/query-next.m4s", synthBytes("query-next.m4s", 0, size))
-	if got := ts.srv.Stats().ReadAhead.Predicted[4].Load(); got != 2 {
+	if got := ts.srv.Stats().ReadAhead.Predicted[4]; got != 2 {
 		t.Errorf("ReadAhead.Predicted[cmcd] = %d, want 2", got)
 	}
 }
@@ -198,8 +198,8 @@ func TestReadAheadWastedCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustBody(t, ts.get("/w/chunk-002.m4s"), synthBytes("chunk-002.m4s", 0, size), "evicted read-ahead object")
-	ra := &ts.srv.Stats().ReadAhead
-	if w, h := ra.Wasted.Load(), ra.Hit.Load(); w != 1 || h != 0 {
+	ra := ts.srv.Stats().ReadAhead
+	if w, h := ra.Wasted, ra.Hit; w != 1 || h != 0 {
 		t.Errorf("after an evicted read-ahead: Wasted %d, Hit %d; want 1, 0", w, h)
 	}
 }
@@ -215,7 +215,7 @@ func TestReadAheadHitIsNotUnused(t *testing.T) {
 	ts.get("/u/chunk-001.m4s")
 	issued(t, ts, 1)
 	servedFromMemory(t, f, ts, "/u/chunk-002.m4s", synthBytes("chunk-002.m4s", 0, size))
-	if got := ts.srv.Stats().ReadAhead.Unused.Load(); got != 0 {
+	if got := ts.srv.Stats().ReadAhead.Unused; got != 0 {
 		t.Errorf("ReadAhead.Unused after its request = %d, want 0", got)
 	}
 }

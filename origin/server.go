@@ -45,7 +45,7 @@ type Server struct {
 	auth     atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
 	gate     *conn.Gate                 // connection limits of every listener
 	tls      *conn.TLS                  // nil without a TLS certificate
-	stats    Stats
+	stats    counters
 
 	rootDown atomic.Bool // the last CheckRoot failed
 
@@ -372,8 +372,10 @@ func (s *Server) Close() error {
 	return errors.Join(s.cache.Close(), s.root.Close())
 }
 
-// Stats returns the server's counters (live, not a copy).
-func (s *Server) Stats() *Stats { return &s.stats }
+// Stats returns a snapshot of the server's counters; call it again to see
+// new counts. The fields are read one by one, so a snapshot taken under
+// load is not a single instant.
+func (s *Server) Stats() Stats { return s.stats.snapshot() }
 
 // CacheStats returns a snapshot of the file cache's counters.
 func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }

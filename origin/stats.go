@@ -12,9 +12,9 @@ import (
 	"segorigin/watcher"
 )
 
-// Stats are the server's counters. They are plain atomics, read by tests
-// and by the metrics exporter; nothing global.
-type Stats struct {
+// counters are the server's live counters, plain atomics; Server.Stats
+// copies them into a Stats. Nothing global.
+type counters struct {
 	Requests        atomic.Int64                       // requests that reached the handler
 	Status2xx       atomic.Int64                       // 2xx responses (200, 204, 206)
 	Status3xx       atomic.Int64                       // 3xx responses (304)
@@ -29,22 +29,22 @@ type Stats struct {
 	RootUnavailable atomic.Int64                       // times the media root was found missing, replaced or unreadable
 	BadPaths        atomic.Int64                       // request paths refused with 400 (bad escape, control byte, climbing above the root)
 	AccessLogErrors atomic.Int64                       // access log lines the writer refused
-	CMCD            CMCDStats                          // requests carrying CMCD
+	CMCD            cmcdCounters                       // requests carrying CMCD
 
 	// ConnsOpen, ConnsRefused, AcceptEMFILE: counted by the listeners'
 	// gate (origin/conn).
 	conn.ListenerStats
 
-	Transport TransportStats
-	Auth      AuthStats
-	TLS       TLSStats
-	Cold      ColdStats
-	ReadAhead ReadAheadStats
+	Transport transportCounters
+	Auth      authCounters
+	TLS       conn.TLSStats
+	Cold      coldCounters
+	ReadAhead raCounters
 }
 
-// TransportStats count which body path served each response body, and the
-// bytes each sent (framing of multipart bodies included).
-type TransportStats struct {
+// transportCounters count which body path served each response body, and
+// the bytes each sent (framing of multipart bodies included).
+type transportCounters struct {
 	SendfileResponses atomic.Int64 // bodies sent by sendfile(2) on plain TCP
 	SendfileBytes     atomic.Int64
 	KTLSResponses     atomic.Int64 // bodies sent by sendfile(2) on a kTLS socket
@@ -113,7 +113,7 @@ func statusIndex(code int) int {
 }
 
 // countResponse counts one finished response by its status code and class.
-func (s *Stats) countResponse(code int) {
+func (s *counters) countResponse(code int) {
 	s.ByStatus[statusIndex(code)].Add(1)
 	switch code / 100 {
 	case 2:
@@ -138,9 +138,9 @@ func StatusLabel(i int) string {
 
 // Responses returns how many responses had status code (0 for a code the
 // server does not count on its own).
-func (s *Stats) Responses(code int) int64 {
+func (s Stats) Responses(code int) int64 {
 	if i := statusIndex(code); i < len(statusCodes) {
-		return s.ByStatus[i].Load()
+		return s.ByStatus[i]
 	}
 	return 0
 }

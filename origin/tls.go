@@ -21,10 +21,6 @@ const (
 	KTLSAlways = conn.KTLSAlways
 )
 
-// TLSStats count handshakes, the kTLS hand-over per outcome, and
-// certificate reloads (see conn.TLSStats).
-type TLSStats = conn.TLSStats
-
 // tlsMarked is a listener Run serves as HTTPS.
 type tlsMarked struct{ net.Listener }
 

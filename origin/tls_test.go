@@ -64,29 +64,29 @@ func startServerTLS(t *testing.T, root string, mod func(*origin.Config), m tlsMo
 func checkTLSPaths(t *testing.T, ts *testServer, m tlsMode) {
 	t.Helper()
 	st := ts.srv.Stats()
-	tr, tl := &st.Transport, &st.TLS
-	if n := tr.SendfileResponses.Load(); n != 0 {
+	tr, tl := st.Transport, st.TLS
+	if n := tr.SendfileResponses; n != 0 {
 		t.Errorf("%s: SendfileResponses = %d over TLS, want 0", m.name, n)
 	}
 	kernel := kernelHasKTLS(ts) && m.ktls != origin.KTLSOff && !m.emulate
-	if !kernel && tr.KTLSResponses.Load() != 0 {
-		t.Errorf("%s: KTLSResponses = %d without a kTLS kernel", m.name, tr.KTLSResponses.Load())
+	if !kernel && tr.KTLSResponses != 0 {
+		t.Errorf("%s: KTLSResponses = %d without a kTLS kernel", m.name, tr.KTLSResponses)
 	}
-	if !kernel && tr.CopyBytes.Load() > 0 && tr.CopyResponses.Load() == 0 {
-		t.Errorf("%s: CopyBytes %d but no CopyResponses", m.name, tr.CopyBytes.Load())
+	if !kernel && tr.CopyBytes > 0 && tr.CopyResponses == 0 {
+		t.Errorf("%s: CopyBytes %d but no CopyResponses", m.name, tr.CopyBytes)
 	}
-	hs := tl.Handshakes.Load()
+	hs := tl.Handshakes
 	switch {
 	case m.emulate:
-		if tl.KTLSOffloaded.Load() != hs {
-			t.Errorf("%s: KTLSOffloaded = %d of %d handshakes, want all", m.name, tl.KTLSOffloaded.Load(), hs)
+		if tl.KTLSOffloaded != hs {
+			t.Errorf("%s: KTLSOffloaded = %d of %d handshakes, want all", m.name, tl.KTLSOffloaded, hs)
 		}
 	case m.ktls == origin.KTLSAlways && !kernel:
-		if tl.KTLSULPFailed.Load() != hs || tl.KTLSOffloaded.Load() != 0 {
-			t.Errorf("%s: KTLSULPFailed = %d of %d handshakes, KTLSOffloaded %d; want all, 0", m.name, tl.KTLSULPFailed.Load(), hs, tl.KTLSOffloaded.Load())
+		if tl.KTLSULPFailed != hs || tl.KTLSOffloaded != 0 {
+			t.Errorf("%s: KTLSULPFailed = %d of %d handshakes, KTLSOffloaded %d; want all, 0", m.name, tl.KTLSULPFailed, hs, tl.KTLSOffloaded)
 		}
 	case m.ktls == origin.KTLSAuto && !kernel:
-		if n := tl.KTLSULPFailed.Load() + tl.KTLSOffloaded.Load() + tl.KTLSUnsupported.Load(); n != 0 {
+		if n := tl.KTLSULPFailed + tl.KTLSOffloaded + tl.KTLSUnsupported; n != 0 {
 			t.Errorf("%s: %d hand-over attempts after a failed probe, want 0", m.name, n)
 		}
 	}
@@ -118,21 +118,21 @@ func TestTLSCopyPathCounted(t *testing.T) {
 			mustBody(t, r, synthBytes("big.mp4", 1<<20, 256<<10), "W2 256 KiB range")
 			mp := c.do("GET", "/w2/big.mp4", "Range: bytes=0-99,4000000-4000099")
 			mustStatus(t, mp, 206, "multipart")
-			tr := &ts.srv.Stats().Transport
+			tr := func() origin.TransportStats { return ts.srv.Stats().Transport }
 			want := int64(2<<20 + 256<<10 + len(mp.body))
 			if kernelHasKTLS(ts) {
-				waitFor(t, 5*time.Second, "three kTLS responses counted", func() bool { return tr.KTLSResponses.Load() >= 3 })
-				if tr.KTLSResponses.Load() != 3 || tr.KTLSBytes.Load() != want {
-					t.Errorf("kTLS kernel: KTLSResponses %d, KTLSBytes %d; want 3, %d", tr.KTLSResponses.Load(), tr.KTLSBytes.Load(), want)
+				waitFor(t, 5*time.Second, "three kTLS responses counted", func() bool { return tr().KTLSResponses >= 3 })
+				if tr().KTLSResponses != 3 || tr().KTLSBytes != want {
+					t.Errorf("kTLS kernel: KTLSResponses %d, KTLSBytes %d; want 3, %d", tr().KTLSResponses, tr().KTLSBytes, want)
 				}
 				return
 			}
 			// Counted after the last byte is handed to the kernel, which may
 			// be after the client read it.
-			waitFor(t, 5*time.Second, "three copy responses counted", func() bool { return tr.CopyResponses.Load() >= 3 })
-			if tr.CopyResponses.Load() != 3 || tr.CopyBytes.Load() != want || tr.KTLSResponses.Load() != 0 {
+			waitFor(t, 5*time.Second, "three copy responses counted", func() bool { return tr().CopyResponses >= 3 })
+			if tr().CopyResponses != 3 || tr().CopyBytes != want || tr().KTLSResponses != 0 {
 				t.Errorf("CopyResponses %d, CopyBytes %d, KTLSResponses %d; want 3, %d, 0",
-					tr.CopyResponses.Load(), tr.CopyBytes.Load(), tr.KTLSResponses.Load(), want)
+					tr().CopyResponses, tr().CopyBytes, tr().KTLSResponses, want)
 			}
 		})
 	}
@@ -149,15 +149,15 @@ func TestTLSFallbackServes(t *testing.T) {
 		r := ts.get("/seg.m4s", "Range: bytes=1000-")
 		mustBody(t, r, synthBytes("seg.m4s", 1000, 299_000), fmt.Sprintf("connection %d", i))
 	}
-	tl := &ts.srv.Stats().TLS
+	tl := ts.srv.Stats().TLS
 	if kernelHasKTLS(ts) {
-		t.Skipf("this kernel has kTLS: %d connections offloaded", tl.KTLSOffloaded.Load())
+		t.Skipf("this kernel has kTLS: %d connections offloaded", tl.KTLSOffloaded)
 	}
-	if tl.Handshakes.Load() != 3 || tl.KTLSULPFailed.Load() != 3 || tl.KTLSOffloaded.Load() != 0 {
+	if tl.Handshakes != 3 || tl.KTLSULPFailed != 3 || tl.KTLSOffloaded != 0 {
 		t.Errorf("Handshakes %d, KTLSULPFailed %d, KTLSOffloaded %d; want 3, 3, 0",
-			tl.Handshakes.Load(), tl.KTLSULPFailed.Load(), tl.KTLSOffloaded.Load())
+			tl.Handshakes, tl.KTLSULPFailed, tl.KTLSOffloaded)
 	}
-	if n := ts.srv.Stats().Transport.CopyResponses.Load(); n != 3 {
+	if n := ts.srv.Stats().Transport.CopyResponses; n != 3 {
 		t.Errorf("CopyResponses = %d, want 3", n)
 	}
 }
@@ -214,14 +214,14 @@ func TestTLSAbortReleasesFile(t *testing.T) {
 		}
 		idle = append(idle, raw)
 	}
-	st := ts.srv.Stats()
+	st := ts.srv.Stats
 	waitFor(t, 15*time.Second, "every aborted response to release its file", func() bool {
-		return ts.srv.CacheStats().OpenFiles == 0 && st.Transport.Aborted.Load() == 10
+		return ts.srv.CacheStats().OpenFiles == 0 && st().Transport.Aborted == 10
 	})
 	for _, c := range idle {
 		c.Close()
 	}
-	waitFor(t, 15*time.Second, "every connection slot back", func() bool { return st.ConnsOpen.Load() == 0 })
+	waitFor(t, 15*time.Second, "every connection slot back", func() bool { return st().ConnsOpen == 0 })
 }
 
 // TestTLSPolicy: TLS 1.2 minimum, AEAD suites only, ALPN http/1.1.
@@ -276,7 +276,7 @@ func TestTLSPolicy(t *testing.T) {
 	if bytes.Contains(b, []byte("EXTM3U")) {
 		t.Errorf("plain HTTP on the HTTPS port was served")
 	}
-	waitFor(t, 5*time.Second, "HandshakeErrors >= 3", func() bool { return ts.srv.Stats().TLS.HandshakeErrors.Load() >= 3 })
+	waitFor(t, 5*time.Second, "HandshakeErrors >= 3", func() bool { return ts.srv.Stats().TLS.HandshakeErrors >= 3 })
 }
 
 // TestTLSCertificateReload: a changed certificate file is picked up by
@@ -304,15 +304,15 @@ func TestTLSCertificateReload(t *testing.T) {
 	if got := served(); got != "cert-a" {
 		t.Fatalf("serving %q at start, want cert-a", got)
 	}
-	st := &ts.srv.Stats().TLS
+	st := func() origin.TLSStats { return ts.srv.Stats().TLS }
 	b.Write(t, certFile, keyFile)
-	waitFor(t, 5*time.Second, "the poll to load cert-b", func() bool { return st.CertReloads.Load() == 1 })
+	waitFor(t, 5*time.Second, "the poll to load cert-b", func() bool { return st().CertReloads == 1 })
 	if got := served(); got != "cert-b" {
 		t.Fatalf("serving %q after the files changed, want cert-b", got)
 	}
 	// A key that does not match the certificate: cert-b stays.
 	a.WriteKey(t, keyFile)
-	waitFor(t, 5*time.Second, "the failed reload", func() bool { return st.CertReloadFails.Load() >= 1 })
+	waitFor(t, 5*time.Second, "the failed reload", func() bool { return st().CertReloadFails >= 1 })
 	if got := served(); got != "cert-b" {
 		t.Fatalf("serving %q after a broken reload, want cert-b", got)
 	}

@@ -3,7 +3,6 @@ package admin
 import (
 	"net/http"
 	"net/http/pprof"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -155,12 +154,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
 	}
-	counter(d.requests, st.Requests.Load())
-	for class, v := range map[string]*atomic.Int64{"2xx": &st.Status2xx, "3xx": &st.Status3xx, "4xx": &st.Status4xx, "5xx": &st.Status5xx} {
-		counter(d.responses, v.Load(), class)
+	counter(d.requests, st.Requests)
+	for class, v := range map[string]int64{"2xx": st.Status2xx, "3xx": st.Status3xx, "4xx": st.Status4xx, "5xx": st.Status5xx} {
+		counter(d.responses, v, class)
 	}
-	for i := range st.ByStatus {
-		counter(d.byCode, st.ByStatus[i].Load(), origin.StatusLabel(i))
+	for i, v := range st.ByStatus {
+		counter(d.byCode, v, origin.StatusLabel(i))
 	}
 	b := c.s.Build()
 	gauge(d.build, 1, b.Version, b.GoVersion, b.Commit)
@@ -169,85 +168,85 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		avail = 0
 	}
 	gauge(d.rootAvail, avail)
-	counter(d.rootUnavail, st.RootUnavailable.Load())
-	for k := range st.Kinds {
-		counter(d.kind, st.Kinds[k].Load(), origin.KindName(k))
+	counter(d.rootUnavail, st.RootUnavailable)
+	for k, v := range st.Kinds {
+		counter(d.kind, v, origin.KindName(k))
 	}
-	counter(d.bad, st.BadRequests.Load())
-	counter(d.headerLarge, st.HeaderTooLarge.Load())
-	counter(d.multipart, st.Multipart.Load())
-	counter(d.rangesIgnore, st.RangesIgnored.Load())
-	gauge(d.conns, float64(st.ConnsOpen.Load()))
-	counter(d.connsRefused, st.ConnsRefused.Load())
-	for outcome, v := range map[string]*atomic.Int64{
-		"accepted": &st.ProxyAccepted, "local": &st.ProxyLocal, "absent": &st.ProxyAbsent,
-		"missing": &st.ProxyMissing, "untrusted": &st.ProxyUntrusted, "malformed": &st.ProxyMalformed,
+	counter(d.bad, st.BadRequests)
+	counter(d.headerLarge, st.HeaderTooLarge)
+	counter(d.multipart, st.Multipart)
+	counter(d.rangesIgnore, st.RangesIgnored)
+	gauge(d.conns, float64(st.ConnsOpen))
+	counter(d.connsRefused, st.ConnsRefused)
+	for outcome, v := range map[string]int64{
+		"accepted": st.ProxyAccepted, "local": st.ProxyLocal, "absent": st.ProxyAbsent,
+		"missing": st.ProxyMissing, "untrusted": st.ProxyUntrusted, "malformed": st.ProxyMalformed,
 	} {
-		counter(d.proxy, v.Load(), outcome)
+		counter(d.proxy, v, outcome)
 	}
-	t := &st.Transport
-	for path, v := range map[string][2]*atomic.Int64{
-		"sendfile": {&t.SendfileResponses, &t.SendfileBytes},
-		"ktls":     {&t.KTLSResponses, &t.KTLSBytes},
-		"inline":   {&t.InlineResponses, &t.InlineBytes},
-		"copy":     {&t.CopyResponses, &t.CopyBytes},
+	t := st.Transport
+	for path, v := range map[string][2]int64{
+		"sendfile": {t.SendfileResponses, t.SendfileBytes},
+		"ktls":     {t.KTLSResponses, t.KTLSBytes},
+		"inline":   {t.InlineResponses, t.InlineBytes},
+		"copy":     {t.CopyResponses, t.CopyBytes},
 	} {
-		counter(d.bodyResp, v[0].Load(), path)
-		counter(d.bodyBytes, v[1].Load(), path)
+		counter(d.bodyResp, v[0], path)
+		counter(d.bodyBytes, v[1], path)
 	}
-	counter(d.sfFallback, t.SendfileFallbacks.Load())
-	counter(d.truncated, t.Truncated.Load())
-	counter(d.aborted, t.Aborted.Load())
+	counter(d.sfFallback, t.SendfileFallbacks)
+	counter(d.truncated, t.Truncated)
+	counter(d.aborted, t.Aborted)
 	for r := range origin.NumAuthReasons {
-		counter(d.auth, st.Auth.ByReason[r].Load(), r.String())
+		counter(d.auth, st.Auth.ByReason[r], r.String())
 	}
-	ts := &st.TLS
-	for ev, v := range map[string]*atomic.Int64{
-		"handshake": &ts.Handshakes, "handshake_error": &ts.HandshakeErrors,
-		"ktls_offloaded": &ts.KTLSOffloaded, "ktls_unsupported": &ts.KTLSUnsupported,
-		"ktls_ulp_failed": &ts.KTLSULPFailed, "ktls_tx_failed": &ts.KTLSTXFailed,
-		"ktls_write_denied": &ts.KTLSWriteDenied, "cert_reload": &ts.CertReloads, "cert_reload_failed": &ts.CertReloadFails,
+	ts := st.TLS
+	for ev, v := range map[string]int64{
+		"handshake": ts.Handshakes, "handshake_error": ts.HandshakeErrors,
+		"ktls_offloaded": ts.KTLSOffloaded, "ktls_unsupported": ts.KTLSUnsupported,
+		"ktls_ulp_failed": ts.KTLSULPFailed, "ktls_tx_failed": ts.KTLSTXFailed,
+		"ktls_write_denied": ts.KTLSWriteDenied, "cert_reload": ts.CertReloads, "cert_reload_failed": ts.CertReloadFails,
 	} {
-		counter(d.tls, v.Load(), ev)
+		counter(d.tls, v, ev)
 	}
-	counter(d.acceptEmfile, st.AcceptEMFILE.Load())
-	counter(d.badPaths, st.BadPaths.Load())
-	counter(d.accessErrs, st.AccessLogErrors.Load())
+	counter(d.acceptEmfile, st.AcceptEMFILE)
+	counter(d.badPaths, st.BadPaths)
+	counter(d.accessErrs, st.AccessLogErrors)
 	for kind, v := range c.s.LogSuppressed() {
 		counter(d.logSuppr, v, kind)
 	}
 	collectCMCD(d, &st.CMCD, counter)
 	if ps := c.s.ColdPoolStats(); ps != nil {
-		cold := &st.Cold
+		cold := st.Cold
 		for k := range cold.Checked {
-			counter(d.coldChecked, cold.Checked[k].Load(), origin.KindName(k))
-			counter(d.coldResident, cold.Resident[k].Load(), origin.KindName(k))
+			counter(d.coldChecked, cold.Checked[k], origin.KindName(k))
+			counter(d.coldResident, cold.Resident[k], origin.KindName(k))
 		}
-		counter(d.coldWaits, cold.Waited.Load())
-		ch <- prometheus.MustNewConstMetric(d.coldWaitSec, prometheus.CounterValue, float64(cold.WaitNanos.Load())/1e9)
+		counter(d.coldWaits, cold.Waited)
+		ch <- prometheus.MustNewConstMetric(d.coldWaitSec, prometheus.CounterValue, float64(cold.WaitNanos)/1e9)
 		ch <- prometheus.MustNewConstMetric(d.coldQueueS, prometheus.CounterValue, float64(ps.QueueWaitNanos.Load())/1e9)
 		for ev, v := range map[string]int64{
-			"refused": cold.Refused.Load(), "aborted": cold.Aborted.Load(), "probe_error": cold.ProbeErrs.Load(),
-			"load_error": cold.LoadErrs.Load(), "still_cold": cold.StillCold.Load(), "joined": ps.Joined.Load(),
+			"refused": cold.Refused, "aborted": cold.Aborted, "probe_error": cold.ProbeErrs,
+			"load_error": cold.LoadErrs, "still_cold": cold.StillCold, "joined": ps.Joined.Load(),
 		} {
 			counter(d.coldEvents, v, ev)
 		}
-		counter(d.coldBytes, cold.LoadBytes.Load())
+		counter(d.coldBytes, cold.LoadBytes)
 		gauge(d.coldRunning, float64(ps.Running.Load()))
 	}
-	if ra := c.s.ReadAheadStats(); ra != nil {
-		for src := range ra.Predicted {
-			counter(d.raPredicted, ra.Predicted[src].Load(), origin.ReadAheadSource(src))
+	if ra, ok := c.s.ReadAheadStats(); ok {
+		for src, v := range ra.Predicted {
+			counter(d.raPredicted, v, origin.ReadAheadSource(src))
 		}
-		for outcome, v := range map[string]*atomic.Int64{
-			"issued": &ra.Issued, "hit": &ra.Hit, "wasted": &ra.Wasted, "unused": &ra.Unused,
-			"resident": &ra.Resident, "missing": &ra.Missing, "dropped": &ra.Dropped,
+		for outcome, v := range map[string]int64{
+			"issued": ra.Issued, "hit": ra.Hit, "wasted": ra.Wasted, "unused": ra.Unused,
+			"resident": ra.Resident, "missing": ra.Missing, "dropped": ra.Dropped,
 		} {
-			counter(d.raEvents, v.Load(), outcome)
+			counter(d.raEvents, v, outcome)
 		}
-		counter(d.raBytes, ra.Bytes.Load())
-		counter(d.raIndexed, ra.Indexed.Load(), "ok")
-		counter(d.raIndexed, ra.IndexErrs.Load(), "error")
+		counter(d.raBytes, ra.Bytes)
+		counter(d.raIndexed, ra.Indexed, "ok")
+		counter(d.raIndexed, ra.IndexErrs, "error")
 	}
 	cs := c.s.CacheStats()
 	for op, v := range map[string]uint64{
@@ -280,13 +279,13 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 func collectCMCD(d *descs, st *origin.CMCDStats, counter func(*prometheus.Desc, int64, ...string)) {
 	for ot := range st.Requests {
 		for sf := range st.Requests[ot] {
-			if v := st.Requests[ot][sf].Load(); v > 0 {
+			if v := st.Requests[ot][sf]; v > 0 {
 				counter(d.cmcdReq, v, cmcdLabel(cmcd.ObjectType(ot).String()), cmcdLabel(cmcd.StreamingFormat(sf).String()))
 			}
 		}
 	}
-	counter(d.cmcdStarve, st.Starvation.Load())
-	counter(d.cmcdBad, st.Malformed.Load())
+	counter(d.cmcdStarve, st.Starvation)
+	counter(d.cmcdBad, st.Malformed)
 }
 
 func cmcdLabel(token string) string {
