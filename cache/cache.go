@@ -248,6 +248,43 @@ func (c *Cache) AcquireOutcome(name string) (*Handle, Outcome, error) {
 	return h, o, err
 }
 
+// TryAcquire is AcquireOutcome for a caller that must not wait on
+// storage (an event loop thread): it answers only what it can without a
+// system call: a listed file whose revalidation is not due, or a
+// remembered "does not exist". ready false means Acquire would have had to
+// open, stat or wait for another caller's open; nothing was counted, and
+// the caller asks Acquire from where it may block.
+func (c *Cache) TryAcquire(name string) (h *Handle, o Outcome, err error, ready bool) {
+	if c.maxFiles == 0 {
+		return nil, Miss, nil, false
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, Miss, nil, false
+	}
+	if h, ok := c.files.Get(name); ok {
+		if !h.tryRef() {
+			c.mu.Unlock()
+			return nil, Miss, nil, false
+		}
+		c.mu.Unlock()
+		if period := c.revalidate.Load(); period > 0 && c.now().UnixNano()-h.checked.Load() >= period {
+			h.Release()
+			return nil, Miss, nil, false
+		}
+		c.stats.hits.Add(1)
+		return h, Hit, nil, true
+	}
+	if ne, ok := c.negative.Get(name); ok && c.now().UnixNano() < ne.expires {
+		c.mu.Unlock()
+		c.stats.negativeHits.Add(1)
+		return nil, NegativeHit, ne.err, true
+	}
+	c.mu.Unlock()
+	return nil, Miss, nil, false
+}
+
 // acquire is Acquire; check false skips revalidation, so that a caller whose
 // revalidation just dropped an entry does not loop on a file that keeps
 // changing. out, when not nil, is set on a hit (it stays Miss otherwise).

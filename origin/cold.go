@@ -24,6 +24,10 @@ const coldWindow = 4 << 20
 // time it is checked).
 const coldFirstWindow = 256 << 10
 
+// errWouldBlock: a step asked not to block (plan.noBlock) would have had
+// to. Never answered: the engine retries where blocking is allowed.
+var errWouldBlock = errors.New("origin: would block")
+
 // coldCounters count the cold-read path: how often a span to be sent was
 // resident already, and how often it had to wait for a pool reader (the
 // live form of ColdStats).
@@ -46,7 +50,11 @@ type coldCounters struct {
 // that the response can still be refused with 503 before its header
 // leaves, and tells read-ahead what was asked for. Later windows are made
 // resident by the body stream (sendSpan).
-func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, spans []ranges.Span) error {
+//
+// With p.noBlock a first window that is not resident is not waited for:
+// p.wouldBlock is set and nothing is counted, for the engine to ask again
+// from a goroutine that may wait.
+func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan, name string, k kind, h *cache.Handle, spans []ranges.Span) error {
 	if s.cold == nil || !ctx.IsGet() {
 		return nil
 	}
@@ -69,8 +77,19 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 		}
 		return nil
 	}
-	s.stats.Cold.Checked[k].Add(1)
-	resident, err := s.ensureResident(name, k, h, ranges.Span{Start: sp.Start, Length: min(sp.Length, coldFirstWindow)})
+	first := ranges.Span{Start: sp.Start, Length: min(sp.Length, coldFirstWindow)}
+	var resident bool
+	var err error
+	if p.noBlock {
+		if resident, err = coldread.Resident(h.Fd(), first.Start, first.Length, h.Size); err != nil || !resident {
+			p.wouldBlock = true
+			return errWouldBlock
+		}
+		s.stats.Cold.Checked[k].Add(1)
+	} else {
+		s.stats.Cold.Checked[k].Add(1)
+		resident, err = s.ensureResident(name, k, h, first)
+	}
 	if resident {
 		s.stats.Cold.Resident[k].Add(1)
 	}

@@ -13,51 +13,106 @@ import (
 	"segorigin/ranges"
 )
 
-// handle is the fasthttp request handler: method, path, file, preconditions,
-// ranges, headers, then the body stream that the transport sends. A
-// streamed response is recorded (latency, access log) by the stream's
-// Close, every other one here.
-func (s *Server) handle(ctx *fasthttp.RequestCtx) {
-	if k, streamed := s.route(ctx); !streamed {
-		s.finishNoStream(ctx, k)
-	}
+// plan is one request's answer in the form either engine renders. The
+// status line, header fields and any small body (errors) are in
+// ctx.Response: fasthttp's ResponseHeader is the one place fields are
+// kept and rendered, so both engines put the same bytes on the wire. A
+// body taken from a file is described here, and only here: the engine
+// decides how its bytes reach the socket (fasthttp's body stream, or the
+// event loop's writev and sendfile).
+type plan struct {
+	kind kind // what was asked for, for counting and latency
+
+	// h is the file whose bytes are the body; nil when ctx.Response
+	// holds the whole answer (errors, 304, HEAD, empty bodies). Whoever
+	// renders the plan releases h, exactly once.
+	h     *cache.Handle
+	spans []ranges.Span     // the spans of h to send, in order; one unless mp != nil
+	mp    *ranges.Multipart // multipart/byteranges framing of the spans, or nil
+	total int64             // Content-Length: every byte the engine must send
+
+	// noBlock asks the file steps to do no I/O that can block (an open,
+	// a stat, waiting for storage): an event loop thread must not wait on
+	// a disk. Where one would be needed, the plan comes back with
+	// wouldBlock set, nothing answered and nothing counted from that step
+	// on, and the engine runs serveName again with noBlock false on a
+	// goroutine that may wait.
+	noBlock, wouldBlock bool
+
+	spanBuf [4]ranges.Span
 }
 
-// route answers the request and says whether a body stream will send it.
-func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
-	s.stats.Requests.Add(1)
+// handle is the fasthttp request handler: the request becomes a plan, and a
+// file body becomes the body stream that the transport sends. A streamed
+// response is recorded (latency, access log) by the stream's Close, every
+// other one here.
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	// Pooled: spans points into spanBuf, so a plan on the stack would
+	// move to the heap, one allocation per request.
+	p := s.planPool.Get().(*plan)
+	s.route(ctx, p)
+	if p.h == nil {
+		s.finishNoStream(ctx, p.kind)
+	} else {
+		s.attachBody(ctx, p)
+	}
+	*p = plan{}
+	s.planPool.Put(p)
+}
+
+// route answers the request into p.
+func (s *Server) route(ctx *fasthttp.RequestCtx, p *plan) {
+	// The cache key lives in a pooled buffer, not a new string: a
+	// request allocates nothing. name aliases that buffer until route
+	// returns, so nothing below may keep it (the cache copies the names it
+	// lists; logging formats synchronously; the body stream never sees it).
+	sp := s.pathPool.Get().(*[pathScratch]byte)
+	defer s.pathPool.Put(sp)
 	var rh reqHeaders
+	name, g, ok := s.resolve(ctx, &rh, sp)
+	if !ok {
+		p.kind = kindOther
+		return
+	}
+	s.serveName(ctx, p, name, &rh, g)
+}
+
+// resolve runs the steps of a request that need no file: the message
+// checks, the method, the path (decoded into sp) and authorization. ok
+// false: ctx.Response holds the answer.
+func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *[pathScratch]byte) (name string, g grant, ok bool) {
+	s.stats.Requests.Add(1)
 	rh.scan(&ctx.Request.Header)
 	// Every response: a browser must never guess a media or playlist
 	// response to be HTML or script (an uploaded .txt, a .json manifest).
 	ctx.Response.Header.SetCanonical(hdrNoSniff, valNoSniff)
 	s.setCORS(ctx, rh.origin)
-	if err := checkMessage(&ctx.Request.Header, &rh); err != nil {
+	if err := checkMessage(&ctx.Request.Header, rh); err != nil {
 		// The message itself is not one we can answer; what follows it
 		// on the connection cannot be trusted either.
 		ctx.SetConnectionClose()
 		s.fail(ctx, err)
-		return kindOther, false
+		return "", g, false
 	}
 	switch {
 	case ctx.IsGet(), ctx.IsHead():
 	case ctx.IsOptions():
 		s.options(ctx)
-		return kindOther, false
+		return "", g, false
 	case isKnownMethod(ctx.Method()):
 		// RFC 9110 §15.5.6: "The origin server MUST generate an Allow
 		// header field in a 405 response".
 		ctx.Response.Header.Set("Allow", corsAllowMethods)
 		s.fail(ctx, errMethod)
-		return kindOther, false
+		return "", g, false
 	default:
 		// RFC 9110 §9.1: "An origin server that receives a request method
 		// that is unrecognized or not implemented SHOULD respond with the
 		// 501 (Not Implemented) status code."
 		s.fail(ctx, errNotImplemented)
-		return kindOther, false
+		return "", g, false
 	}
-	s.countCMCD(ctx, &rh)
+	s.countCMCD(ctx, rh)
 	raw := ctx.URI().PathOriginal()
 	if len(raw) == 0 {
 		// Absolute-form with an empty path ("GET http://host?q"): fasthttp
@@ -67,39 +122,50 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) (kind, bool) {
 		// the absolute-form: its path is "/".
 		raw = slash
 	}
-	// The cache key lives in a pooled buffer, not a new string: a
-	// request allocates nothing. name aliases that buffer until route
-	// returns, so nothing below may keep it (the cache copies the names it
-	// lists; logging formats synchronously; the body stream never sees it).
-	sp := s.pathPool.Get().(*[pathScratch]byte)
-	defer s.pathPool.Put(sp)
 	key, err := cleanPathInto(sp[:0], raw)
-	name := unsafe.String(unsafe.SliceData(key), len(key))
+	name = unsafe.String(unsafe.SliceData(key), len(key))
 	if err == nil && !s.cfg.ServeDotfiles && hiddenSegment(name) {
 		err = errHiddenPath
 	}
 	if err != nil {
 		s.fail(ctx, err)
-		return kindOther, false
+		return "", g, false
 	}
-	var g grant
 	if a := s.auth.Load(); a != nil {
 		file, seg := a.stripCarrier(name)
 		if g, err = a.check(ctx, file, seg, s.clientIP(ctx), s.cfg.Now()); err != nil {
 			s.deny(ctx, a, file, err)
-			return kindOther, false
+			return "", g, false
 		}
 		name = file
 	}
-	h, outcome, err := s.cache.AcquireOutcome(name)
+	return name, g, true
+}
+
+// serveName answers a resolved request for name into p: the file from the
+// cache, then serveFile.
+func (s *Server) serveName(ctx *fasthttp.RequestCtx, p *plan, name string, rh *reqHeaders, g grant) {
+	p.kind = kindOther
+	var h *cache.Handle
+	var outcome cache.Outcome
+	var err error
+	if p.noBlock {
+		var ready bool
+		if h, outcome, err, ready = s.cache.TryAcquire(name); !ready {
+			p.wouldBlock = true
+			return
+		}
+	} else {
+		h, outcome, err = s.cache.AcquireOutcome(name)
+	}
 	if s.access.w != nil {
 		ctx.SetUserValue(userCacheOutcome, outcome)
 	}
 	if err != nil {
 		s.fail(ctx, err)
-		return kindOther, false
+		return
 	}
-	return s.serveFile(ctx, name, h, &rh, g)
+	s.serveFile(ctx, p, name, h, rh, g)
 }
 
 var slash = []byte("/")
@@ -137,27 +203,29 @@ func isKnownMethod(m []byte) bool {
 	return false
 }
 
-// serveFile answers GET or HEAD for an open file. It owns h: it either hands
-// it to a body stream (released by the stream's Close) or releases it.
-func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handle, rh *reqHeaders, g grant) (kind, bool) {
+// serveFile answers GET or HEAD for an open file into p. It owns h: it
+// either hands it to the plan (p.h, released by whoever renders it) or
+// releases it.
+func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, name string, h *cache.Handle, rh *reqHeaders, g grant) {
 	v := validators{etag: h.ETag}
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
 	mt := lookupType(name)
+	p.kind = mt.kind
 	switch evaluatePreconditions(rh, v) {
 	case notModified:
 		h.Release()
 		s.setValidators(ctx, mt.kind, v, g)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Kinds[mt.kind].Add(1)
-		return mt.kind, false
+		return
 	case preconditionFailed:
 		h.Release()
 		s.fail(ctx, errPrecondition)
-		return mt.kind, false
+		return
 	}
 
 	var spans []ranges.Span
-	var spanBuf [4]ranges.Span
+	rangesIgnored := false
 	// RFC 9110 §14.2: "A server MUST ignore a Range header field received
 	// with a request method that is unrecognized or for which range
 	// handling is not defined" — and for HEAD it is not: "The Range header
@@ -165,26 +233,31 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 	// Range would.
 	if len(rh.rng) > 0 && ctx.IsGet() && ifRange(rh.ifRange, v, s.cfg.Now()) {
 		var err error
-		spans, err = ranges.ParseInto(spanBuf[:0], string(rh.rng), h.Size, s.cfg.MaxRanges)
+		spans, err = ranges.ParseInto(p.spanBuf[:0], string(rh.rng), h.Size, s.cfg.MaxRanges)
 		switch {
 		case err == nil:
 		case errors.Is(err, ranges.ErrUnsatisfiable):
 			h.Release()
 			ctx.Response.Header.Set("Content-Range", ranges.UnsatisfiedContentRange(h.Size))
 			s.fail(ctx, err)
-			return mt.kind, false
+			return
 		default:
 			// ErrInvalid and ErrTooMany: ignore the Range header and
 			// send the whole representation (RFC 9110 §14.2).
-			s.stats.RangesIgnored.Add(1)
+			rangesIgnored = true
 			spans = nil
 		}
 	}
 
-	if err := s.beforeBody(ctx, name, mt.kind, h, spans); err != nil {
+	if err := s.beforeBody(ctx, p, name, mt.kind, h, spans); err != nil {
 		h.Release()
-		s.fail(ctx, err)
-		return mt.kind, false
+		if !p.wouldBlock {
+			s.fail(ctx, err)
+		}
+		return
+	}
+	if rangesIgnored {
+		s.stats.RangesIgnored.Add(1)
 	}
 	s.setValidators(ctx, mt.kind, v, g)
 	s.stats.Kinds[mt.kind].Add(1)
@@ -194,7 +267,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 	var total int64
 	switch len(spans) {
 	case 0:
-		spans = append(spanBuf[:0], ranges.Span{Start: 0, Length: h.Size})
+		spans = append(p.spanBuf[:0], ranges.Span{Start: 0, Length: h.Size})
 		total = h.Size
 		hdr.SetContentType(mt.contentType)
 		ctx.SetStatusCode(fasthttp.StatusOK)
@@ -215,10 +288,9 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, name string, h *cache.Handl
 		// the body is empty and SkipBody is set for HEAD.
 		h.Release()
 		hdr.SetContentLength(int(total))
-		return mt.kind, false
+		return
 	}
-	s.attachBody(ctx, name, mt.kind, h, spans, mp, total)
-	return mt.kind, true
+	p.h, p.spans, p.mp, p.total = h, spans, mp, total
 }
 
 // pathScratch is the size of a pooled path buffer; a longer decoded path

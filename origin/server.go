@@ -59,6 +59,7 @@ type Server struct {
 	coldLog     rateLimitedLog // cold reads failing or refused, once per interval
 
 	streamPool sync.Pool // *bodyStream
+	planPool   sync.Pool // *plan
 	pathPool   sync.Pool // *[pathScratch]byte: the cache key of a request, see route
 
 	cacheControl [3][]byte                 // Cache-Control value by kind, from cfg
@@ -100,6 +101,7 @@ func New(cfg Config) (*Server, error) {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }
+	s.planPool.New = func() any { return new(plan) }
 	s.pathPool.New = func() any { return new([pathScratch]byte) }
 	s.latency = newLatency()
 	for k := range s.latencyBy {

@@ -54,14 +54,15 @@ type bodyStream struct {
 
 var _ fasthttp.BodyWriterTo = (*bodyStream)(nil)
 
-// attachBody hands h and the spans to a pooled body stream and sets it as
-// the response body.
-func (s *Server) attachBody(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, spans []ranges.Span, mp *ranges.Multipart, total int64) {
+// attachBody hands the plan's file and spans to a pooled body stream and
+// sets it as the response body: the fasthttp engine's rendering of a plan.
+func (s *Server) attachBody(ctx *fasthttp.RequestCtx, p *plan) {
+	h, total := p.h, p.total
 	bs := s.streamPool.Get().(*bodyStream)
-	bs.srv, bs.conn, bs.name, bs.h, bs.mp, bs.total = s, ctx.Conn(), h.Name, h, mp, total // h.Name: the caller's name is reused after route
-	bs.ctx, bs.kind, bs.sent, bs.via = ctx, k, 0, ""
+	bs.srv, bs.conn, bs.name, bs.h, bs.mp, bs.total = s, ctx.Conn(), h.Name, h, p.mp, total // h.Name: the caller's name is reused after route
+	bs.ctx, bs.kind, bs.sent, bs.via = ctx, p.kind, 0, ""
 
-	bs.spans = append(bs.spans[:0], spans...)
+	bs.spans = append(bs.spans[:0], p.spans...)
 	if h.Bytes != nil {
 		bs.attachInline(ctx, total)
 		return
