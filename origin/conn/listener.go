@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -144,26 +145,14 @@ func (l *Listener) Accept() (net.Conn, error) {
 		if !ok {
 			return c, nil
 		}
-		g := l.gate
 		peer := peerAddr(tc)
-		trusted := g.cfg.Trusted.Contains(peer)
-		// ip is the per-IP key: "" (not limited per IP) for a trusted
-		// proxy, whose connection carries many clients; a PROXY header
-		// re-keys it to the client it names.
-		ip := ""
-		if !trusted && peer.IsValid() {
-			ip = peer.String()
-		}
-		if !l.admit(ip) {
-			g.stats.ConnsRefused.Add(1)
-			if g.limitLog.Allow() {
-				g.log.Warn("connection limit reached: closing new connection", "client", peer.String(),
-					"max_conns", g.cfg.MaxConns, "max_conns_per_ip", g.cfg.MaxConnsPerIP)
-			}
+		ip, trusted, ok := l.Admit(peer)
+		if !ok {
 			tc.SetLinger(0)
 			tc.Close()
 			continue
 		}
+		g := l.gate
 		conn, err := newTCP(tc, l, ip)
 		if err != nil {
 			l.release(ip)
@@ -176,6 +165,43 @@ func (l *Listener) Accept() (net.Conn, error) {
 		return conn, nil
 	}
 }
+
+// Admit counts in a new connection from peer, or refuses it (counted and
+// logged, rate-limited) when over a limit: Accept's check, for an engine
+// that accepts on the raw socket itself. key is the connection's per-IP
+// key, for Release (and PROXY headers, TakeProxy); trusted says peer is a
+// trusted proxy.
+func (l *Listener) Admit(peer netip.Addr) (key string, trusted, ok bool) {
+	g := l.gate
+	trusted = g.cfg.Trusted.Contains(peer)
+	// The per-IP key: "" (not limited per IP) for a trusted proxy, whose
+	// connection carries many clients; a PROXY header re-keys it to the
+	// client it names.
+	if !trusted && peer.IsValid() {
+		key = peer.String()
+	}
+	if !l.admit(key) {
+		g.stats.ConnsRefused.Add(1)
+		if g.limitLog.Allow() {
+			g.log.Warn("connection limit reached: closing new connection", "client", peer.String(),
+				"max_conns", g.cfg.MaxConns, "max_conns_per_ip", g.cfg.MaxConnsPerIP)
+		}
+		return "", trusted, false
+	}
+	return key, trusted, true
+}
+
+// Release gives back the place of a connection Admit let in; key is the
+// one Admit returned, or the one TakeProxy moved it to.
+func (l *Listener) Release(key string) { l.release(key) }
+
+// OnFDPressure is what Accept does when accept fails for lack of
+// descriptors, for an engine that accepts itself: counted, and the owner
+// of idle descriptors told.
+func (l *Listener) OnFDPressure(err error) { l.gate.onFDPressure(err) }
+
+// ProxyExpected says whether connections may begin with a PROXY header.
+func (l *Listener) ProxyExpected() bool { return l.gate.cfg.Proxy != ProxyOff }
 
 // admit counts a new connection in, or refuses it when over a limit. ip
 // "" is not limited (nor counted) per IP.
@@ -197,17 +223,17 @@ func (l *Listener) admit(ip string) bool {
 	return true
 }
 
-// rekey moves c's per-IP count to ip (the client a PROXY header named),
-// or refuses when ip is at its limit. c.ip is written and read (by
-// release, from Close on any goroutine) under l.mu.
-func (l *Listener) rekey(c *TCP, ip string) bool {
+// rekey moves a connection's per-IP count from *key to ip (the client a
+// PROXY header named), or refuses when ip is at its limit. *key is
+// written and read (by release, from Close on any goroutine) under l.mu.
+func (l *Listener) rekey(key *string, ip string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if lim := l.gate.cfg.MaxConnsPerIP; lim > 0 && l.perIP[ip] >= lim {
 		return false
 	}
-	l.dropIPLocked(c.ip)
-	c.ip = ip
+	l.dropIPLocked(*key)
+	*key = ip
 	l.perIP[ip]++
 	return true
 }

@@ -65,56 +65,84 @@ func (c *TCP) RemoteAddr() net.Addr {
 }
 
 // takeProxyHeader looks at the connection's first bytes without consuming
-// them (peekProxy) and decides: a trusted proxy's header is consumed, to
-// exactly its length, and names the client; a header from anyone else, a
-// malformed one, or none where one is required ends the connection.
-// Anything else is left for the HTTP (or TLS) reader untouched.
+// them (peekProxy) and decides (decideProxy): a trusted proxy's header is
+// consumed, to exactly its length, and names the client; a header from
+// anyone else, a malformed one, or none where one is required ends the
+// connection. Anything else is left for the HTTP (or TLS) reader
+// untouched.
 func (c *TCP) takeProxyHeader() error {
-	g := c.ln.gate
-	st := g.stats
 	buf := make([]byte, clientaddr.MaxProxyHeader)
 	h, n, perr := c.peekProxy(buf)
+	consume, remote, err := c.ln.decideProxy(c.trusted, c.TCPConn.RemoteAddr(), &c.ip, h, n, perr)
+	if err != nil || consume == 0 {
+		return err
+	}
+	if _, err := io.ReadFull(c.TCPConn, buf[:consume]); err != nil {
+		return fmt.Errorf("conn: consuming the PROXY header: %w", err)
+	}
+	if remote != nil {
+		c.remote = remote
+	}
+	return nil
+}
+
+// TakeProxy decides on the first bytes b of a connection that Admit let
+// in, for an engine that reads the socket itself: consume is how many
+// bytes of b are a trusted proxy's PROXY header (0: none, b is the
+// client's), remote the client it names (nil: the peer is the client). An
+// error closes the connection; clientaddr.ErrIncomplete (and b shorter
+// than clientaddr.MaxProxyHeader) means: ask again with more bytes. *key
+// follows the client a header names, for Release.
+func (l *Listener) TakeProxy(trusted bool, peer net.Addr, key *string, b []byte) (consume int, remote *net.TCPAddr, err error) {
+	h, n, perr := clientaddr.ParseProxy(b)
+	if errors.Is(perr, clientaddr.ErrIncomplete) && len(b) < clientaddr.MaxProxyHeader {
+		return 0, nil, perr
+	}
+	return l.decideProxy(trusted, peer, key, h, n, perr)
+}
+
+// decideProxy is the PROXY protocol rule, given what the first bytes
+// parsed as (h, n, perr from clientaddr.ParseProxy).
+func (l *Listener) decideProxy(trusted bool, peer net.Addr, key *string, h clientaddr.ProxyHeader, n int, perr error) (consume int, remote *net.TCPAddr, err error) {
+	g := l.gate
+	st := g.stats
 	notProxy := errors.Is(perr, clientaddr.ErrNotProxy)
 	switch {
-	case !c.trusted && notProxy:
-		return nil
-	case !c.trusted && (perr == nil || errors.Is(perr, clientaddr.ErrMalformedProxy) || errors.Is(perr, clientaddr.ErrIncomplete)):
+	case !trusted && notProxy:
+		return 0, nil, nil
+	case !trusted && (perr == nil || errors.Is(perr, clientaddr.ErrMalformedProxy) || errors.Is(perr, clientaddr.ErrIncomplete)):
 		st.ProxyUntrusted.Add(1)
-		g.logProxy("PROXY header from an untrusted peer: closing", c.TCPConn.RemoteAddr(), perr)
-		return ErrProxyUntrusted
+		g.logProxy("PROXY header from an untrusted peer: closing", peer, perr)
+		return 0, nil, ErrProxyUntrusted
 	case notProxy && g.cfg.Proxy == ProxyRequired:
 		st.ProxyMissing.Add(1)
-		g.logProxy("trusted proxy sent no PROXY header (-proxy-protocol required): closing", c.TCPConn.RemoteAddr(), nil)
-		return ErrProxyMissing
+		g.logProxy("trusted proxy sent no PROXY header (-proxy-protocol required): closing", peer, nil)
+		return 0, nil, ErrProxyMissing
 	case notProxy:
 		st.ProxyAbsent.Add(1)
-		return nil
+		return 0, nil, nil
 	case errors.Is(perr, clientaddr.ErrMalformedProxy):
 		st.ProxyMalformed.Add(1)
-		g.logProxy("malformed PROXY header: closing", c.TCPConn.RemoteAddr(), perr)
-		return perr
+		g.logProxy("malformed PROXY header: closing", peer, perr)
+		return 0, nil, perr
 	case perr != nil:
-		return perr // EOF, timeout, reset: nothing to count
-	}
-	if _, err := io.ReadFull(c.TCPConn, buf[:n]); err != nil {
-		return fmt.Errorf("conn: consuming the PROXY header: %w", err)
+		return 0, nil, perr // EOF, timeout, reset: nothing to count
 	}
 	if h.Local {
 		st.ProxyLocal.Add(1)
-		return nil
+		return n, nil, nil
 	}
 	src := h.Source.Addr()
-	if !c.ln.rekey(c, src.String()) {
+	if !l.rekey(key, src.String()) {
 		st.ConnsRefused.Add(1)
 		if g.limitLog.Allow() {
 			g.log.Warn("connection limit reached: closing new connection", "client", src.String(),
 				"max_conns_per_ip", g.cfg.MaxConnsPerIP, "via", "proxy-protocol")
 		}
-		return ErrProxyOverLimit
+		return 0, nil, ErrProxyOverLimit
 	}
 	st.ProxyAccepted.Add(1)
-	c.remote = &net.TCPAddr{IP: src.AsSlice(), Port: int(h.Source.Port())}
-	return nil
+	return n, &net.TCPAddr{IP: src.AsSlice(), Port: int(h.Source.Port())}, nil
 }
 
 func (g *Gate) logProxy(msg string, peer net.Addr, err error) {
