@@ -101,6 +101,14 @@ type Config struct {
 	// when it is not; /readyz checks too, on every probe). 0: only /readyz.
 	RootCheckEvery time.Duration
 
+	// Engine serves plain HTTP: EngineLoop (event loops, Linux only) or
+	// EngineFastHTTP (fasthttp, a goroutine per connection). HTTPS is
+	// always fasthttp's, with crypto/tls and kTLS.
+	Engine Engine
+	// Loops is the loop engine's number of event loops, each an OS thread
+	// (0: GOMAXPROCS).
+	Loops int
+
 	// ReadTimeout bounds reading one request (headers); WriteTimeout
 	// bounds writing one response; IdleTimeout bounds the wait for the next
 	// request on a keep-alive connection.
@@ -233,6 +241,7 @@ func DefaultConfig() Config {
 		WriteTimeout:            60 * time.Second,
 		IdleTimeout:             75 * time.Second,
 		MaxHeaderBytes:          8192,
+		Engine:                  defaultEngine,
 		ColdReaders:             32,
 		ColdQueue:               1024,
 		ColdDeadline:            5 * time.Second,
@@ -274,6 +283,18 @@ func (c *Config) validate() error {
 	}
 	if c.InlineMax < 0 || c.InlineBudget < 0 {
 		errs = append(errs, fmt.Errorf("inline-max %d, inline-budget %d: want >= 0", c.InlineMax, c.InlineBudget))
+	}
+	switch c.Engine {
+	case EngineFastHTTP:
+	case EngineLoop:
+		if !loopAvailable {
+			errs = append(errs, errors.New("engine: loop needs Linux (epoll); use -engine fasthttp"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("engine: %q, want loop or fasthttp", c.Engine))
+	}
+	if c.Loops < 0 || c.Loops > 1024 {
+		errs = append(errs, fmt.Errorf("loops: %d, want 0..1024", c.Loops))
 	}
 	if c.MaxHeaderBytes < 1024 {
 		errs = append(errs, fmt.Errorf("max-header-bytes: %d, want >= 1024", c.MaxHeaderBytes))
@@ -326,3 +347,14 @@ func (c *Config) validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Engine is what serves plain HTTP (Config.Engine).
+type Engine string
+
+const (
+	// EngineLoop: event loops (origin/loop), a few OS threads in
+	// epoll_wait for every connection.
+	EngineLoop Engine = "loop"
+	// EngineFastHTTP: fasthttp's server, a goroutine per connection.
+	EngineFastHTTP Engine = "fasthttp"
+)

@@ -14,13 +14,23 @@ import (
 // HTTPS in one tlsMode. Conformance tests take it as a parameter and start
 // every server through it, so none can miss a mode.
 type serverMode struct {
-	tls *tlsMode // nil: plain HTTP
-	run *tlsRun  // over TLS: the servers started, for checkTLSPaths
+	tls    *tlsMode      // nil: plain HTTP
+	run    *tlsRun       // over TLS: the servers started, for checkTLSPaths
+	engine origin.Engine // plain HTTP's engine; "" the default
 }
 
 // start is startServer in mode.
 func (mode serverMode) start(t *testing.T, root string, mod func(*origin.Config)) *testServer {
 	t.Helper()
+	if mode.engine != "" {
+		inner := mod
+		mod = func(c *origin.Config) {
+			c.Engine = mode.engine
+			if inner != nil {
+				inner(c)
+			}
+		}
+	}
 	ts := startServerMode(t, root, mod, mode.tls)
 	if mode.run != nil {
 		mode.run.started(ts)
@@ -42,11 +52,13 @@ func (r *tlsRun) started(ts *testServer) {
 
 // everyMode runs fn, one test of the conformance suite (ranges,
 // multipart, conditionals, HEAD, errors, paths, auth, pipelining),
-// byte-exact, over plain HTTP ("HTTP") and over TLS 1.2 and 1.3 in every
+// byte-exact, over plain HTTP on the loop engine ("HTTP") and on fasthttp
+// ("HTTP-fasthttp"), and over TLS 1.2 and 1.3 in every
 // tlsMode, each a subtest named by its mode; after a TLS run each
 // server's counters must show which body path served (checkTLSPaths).
 func everyMode(t *testing.T, fn func(*testing.T, serverMode)) {
-	t.Run("HTTP", func(t *testing.T) { fn(t, serverMode{}) })
+	t.Run("HTTP", func(t *testing.T) { fn(t, serverMode{engine: origin.EngineLoop}) })
+	t.Run("HTTP-fasthttp", func(t *testing.T) { fn(t, serverMode{engine: origin.EngineFastHTTP}) })
 	for _, m := range tlsModes {
 		t.Run(m.name, func(t *testing.T) {
 			r := &tlsRun{}

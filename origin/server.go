@@ -337,8 +337,18 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 	if s.tls != nil {
 		wg.Go(func() { s.tls.PollCertificates(watchCtx) })
 	}
+	var loops []*loopServer
 	for i, ln := range listeners {
 		wl := wrapped[i]
+		if ls := s.loopFor(ln, wl); ls != nil {
+			loops = append(loops, ls)
+			wg.Go(func() {
+				if err := ls.serve(ln); err != nil {
+					errc <- fmt.Errorf("origin: serve %s: %w", ln.Addr(), err)
+				}
+			})
+			continue
+		}
 		wg.Go(func() {
 			if err := s.http.Serve(wl); err != nil {
 				errc <- fmt.Errorf("origin: serve %s: %w", ln.Addr(), err)
@@ -351,7 +361,14 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 	case runErr = <-errc:
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
-	if err := s.http.ShutdownWithContext(sctx); err != nil {
+	var drainWG sync.WaitGroup
+	drainErrs := make([]error, len(loops)+1)
+	drainWG.Go(func() { drainErrs[0] = s.http.ShutdownWithContext(sctx) })
+	for i, ls := range loops {
+		drainWG.Go(func() { drainErrs[i+1] = ls.shutdown(sctx) })
+	}
+	drainWG.Wait()
+	if err := errors.Join(drainErrs...); err != nil {
 		s.log.Warn("shutdown: drain deadline passed with connections open", "err", err)
 	} else {
 		s.log.Info("shutdown: drain complete")
@@ -367,6 +384,26 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 	stopWatch()
 	wg.Wait()
 	return runErr
+}
+
+// loopFor is the loop engine for a plain listener given to Run, or nil
+// when fasthttp serves it (HTTPS, -engine fasthttp, a listener that is
+// not TCP). wl is its gate-wrapped form, which the loop engine uses for
+// the limits alone.
+func (s *Server) loopFor(ln, wl net.Listener) *loopServer {
+	if s.cfg.Engine != EngineLoop {
+		return nil
+	}
+	gl, ok := wl.(*conn.Listener)
+	if _, tcp := ln.(*net.TCPListener); !ok || !tcp {
+		return nil
+	}
+	ls, err := s.newLoopServer(gl)
+	if err != nil {
+		s.log.Error("loop engine unavailable: serving with fasthttp", "listener", ln.Addr().String(), "err", err)
+		return nil
+	}
+	return ls
 }
 
 // Close releases the cache and the root. Call it after Run returned.

@@ -84,7 +84,8 @@ func (s *Server) attachBody(ctx *fasthttp.RequestCtx, p *plan) {
 func (b *bodyStream) attachInline(ctx *fasthttp.RequestCtx, total int64) {
 	b.inline = b.h.Bytes[b.spans[0].Start : b.spans[0].Start+b.spans[0].Length]
 	if b.mp != nil {
-		b.inline = b.assembleMultipart()
+		b.mbuf = assembleMultipart(b.mbuf[:0], b.mp, b.h.Bytes)
+		b.inline = b.mbuf
 	}
 	if tc := conn.Plaintext(b.conn); tc != nil && tc.SetTail(b.inline, writeBufferSize) {
 		b.tail = tc
@@ -93,18 +94,16 @@ func (b *bodyStream) attachInline(ctx *fasthttp.RequestCtx, total int64) {
 	ctx.Response.SetBodyStream(b, int(total))
 }
 
-// assembleMultipart builds a multipart/byteranges body of an inlined file
-// in b.mbuf: part headers, spans and trailer, exactly mp.Len() bytes.
-func (b *bodyStream) assembleMultipart() []byte {
-	buf := b.mbuf[:0]
-	for i := range b.mp.Parts() {
-		sp := b.mp.Span(i)
-		buf = append(buf, b.mp.PartHeader(i)...)
-		buf = append(buf, b.h.Bytes[sp.Start:sp.Start+sp.Length]...)
+// assembleMultipart appends to buf the multipart/byteranges body mp frames
+// over data (an inlined file): part headers, spans and trailer, exactly
+// mp.Len() bytes.
+func assembleMultipart(buf []byte, mp *ranges.Multipart, data []byte) []byte {
+	for i := range mp.Parts() {
+		sp := mp.Span(i)
+		buf = append(buf, mp.PartHeader(i)...)
+		buf = append(buf, data[sp.Start:sp.Start+sp.Length]...)
 	}
-	buf = append(buf, b.mp.Trailer()...)
-	b.mbuf = buf
-	return buf
+	return append(buf, mp.Trailer()...)
 }
 
 // maxPooledMultipart bounds the assembly buffer a pooled stream keeps.

@@ -105,6 +105,8 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.BoolVar(&c.Watch, "watch", c.Watch, "invalidate the file cache on file system events (fsnotify)")
 	fs.DurationVar(&c.RevalidateEvery, "revalidate-every", c.RevalidateEvery, "stat cached files this often when -watch=false or the watcher lost events")
 	fs.DurationVar(&c.RootCheckEvery, "root-check-every", c.RootCheckEvery, "check this often that the media root is still there and readable (logged, counted, /readyz 503 when not); 0: on /readyz probes only")
+	fs.StringVar((*string)(&c.Engine), "engine", string(c.Engine), "what serves plain HTTP: loop (event loops, Linux) or fasthttp (a goroutine per connection); HTTPS is always fasthttp")
+	fs.IntVar(&c.Loops, "loops", c.Loops, "event loops (OS threads) of -engine loop; 0: one per GOMAXPROCS")
 	fs.DurationVar(&c.ReadTimeout, "read-timeout", c.ReadTimeout, "time to read one request's headers")
 	fs.DurationVar(&c.WriteTimeout, "write-timeout", c.WriteTimeout, "time to write one response")
 	fs.DurationVar(&c.IdleTimeout, "idle-timeout", c.IdleTimeout, "keep-alive wait for the next request")

@@ -108,7 +108,10 @@ func TestSyscallsPerRequest(t *testing.T) {
 		}
 	}
 	t.Logf("syscalls per keep-alive GET of a cached 100 kB file:\n%s", table.String())
-	if d := per("sendfile"); d < 1 || d > 1.1 {
+	// A little under 1 can be the shorter run's extra call: a response
+	// whose first sendfile the young socket buffer cut short is finished
+	// by a second one when the socket drains.
+	if d := per("sendfile"); d < 0.95 || d > 1.1 {
 		t.Errorf("sendfile per request = %.2f, want 1 (every body by sendfile)", d)
 	}
 	if d := per("sendmsg"); d < 0.95 || d > 1.1 {
@@ -149,8 +152,10 @@ func straceCounts(t *testing.T, path string) map[string]int {
 }
 
 // TestSyscallsPerSmallResponse: a small file the cache inlined leaves in
-// one writev (header and body together), with no sendfile, sendmsg or file
-// read per request; bodiless answers and errors leave in one write.
+// one send (header and body together), with no sendfile or file read per
+// request; bodiless answers and errors leave in one send too. The loop
+// engine sends every response with one sendmsg (its iovecs); fasthttp
+// sends inline bodies with writev and the rest with write.
 func TestSyscallsPerSmallResponse(t *testing.T) {
 	if _, err := exec.LookPath("strace"); err != nil {
 		t.Fatalf("strace not installed (make test installs it via .ci/deps): %v", err)
@@ -161,15 +166,10 @@ func TestSyscallsPerSmallResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	const few, many = 10, 210
-	type request struct {
-		name, method, target string
-		status               int
-		headers              []string
-		send                 string // the one send per response
-	}
-	run := func(n int, r request) map[string]int {
+	type request = smallRequest
+	run := func(n int, engine string, r request) map[string]int {
 		out := filepath.Join(t.TempDir(), "strace.txt")
-		p := start(t, "strace", "-f", "-qq", "-c", "-o", out, bin, "-listen", "127.0.0.1:0", "-root", root)
+		p := start(t, "strace", "-f", "-qq", "-c", "-o", out, bin, "-listen", "127.0.0.1:0", "-root", root, "-engine", engine)
 		keepAliveRequests(t, p.Addr("http"), r.method, r.target, r.status, n, r.headers...)
 		p.Stop(t)
 		return straceCounts(t, out)
@@ -184,7 +184,29 @@ func TestSyscallsPerSmallResponse(t *testing.T) {
 		resp.Body.Close()
 		return resp.Header.Get("ETag")
 	}()
-	for _, tc := range []request{
+	for _, engine := range []struct{ name, inline, bare string }{
+		{"loop", "sendmsg", "sendmsg"},
+		{"fasthttp", "writev", "write"},
+	} {
+		testSmallResponseSyscalls(t, engine.name, func(send string) string {
+			if send == "writev" {
+				return engine.inline
+			}
+			return engine.bare
+		}, run, etag)
+	}
+}
+
+type smallRequest = struct {
+	name, method, target string
+	status               int
+	headers              []string
+	send                 string // the one send per response (fasthttp's name)
+}
+
+func testSmallResponseSyscalls(t *testing.T, engine string, sendOf func(string) string, run func(int, string, smallRequest) map[string]int, etag string) {
+	const few, many = 10, 210
+	for _, tc := range []smallRequest{
 		{"GET of an inlined 1 KiB file", "GET", "/p.m3u8", 200, nil, "writev"},
 		{"GET of a range of it", "GET", "/p.m3u8", 206, []string{"Range: bytes=0-1"}, "writev"},
 		{"304 (If-None-Match)", "GET", "/p.m3u8", 304, []string{"If-None-Match: " + etag}, "write"},
@@ -194,7 +216,9 @@ func TestSyscallsPerSmallResponse(t *testing.T) {
 		{"404", "GET", "/missing.m3u8", 404, nil, "write"},
 		{"OPTIONS", "OPTIONS", "/p.m3u8", 204, nil, "write"},
 	} {
-		a, b := run(few, tc), run(many, tc)
+		tc.name = engine + ": " + tc.name
+		tc.send = sendOf(tc.send)
+		a, b := run(few, engine, tc), run(many, engine, tc)
 		per := func(sc string) float64 { return float64(b[sc]-a[sc]) / (many - few) }
 		var table strings.Builder
 		for sc := range b {

@@ -1,0 +1,497 @@
+package origin
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/origin/clientaddr"
+	"segorigin/origin/coldread"
+	"segorigin/origin/conn"
+	"segorigin/origin/loop"
+	"segorigin/ranges"
+)
+
+// loopAvailable: this platform has the event-loop engine.
+const loopAvailable = true
+
+// defaultEngine serves plain HTTP unless -engine says otherwise.
+const defaultEngine = EngineLoop
+
+// loopServer serves one plain-HTTP listener with the event-loop engine
+// (origin/loop): requests are parsed by fasthttp's RequestHeader, answered
+// by the same plan the fasthttp engine renders (resolve, serveName), and
+// the plan becomes a loop.Response: the header and an inline body in one
+// writev, a file's spans by sendfile. Work that may block on storage (a
+// cache miss, a cold window) runs on a goroutine, and the connection
+// resumes on its loop when it is done.
+type loopServer struct {
+	s    *Server
+	ln   *conn.Listener // the gate's limits and PROXY rule; its Accept is not used
+	eng  *loop.Engine
+	reqs sync.Pool // *loopReq
+	// offloads counts the goroutines answering parked requests (each
+	// ends when its plan is made, bounded by -cold-deadline and the
+	// opens semaphore); Run waits for them.
+	offloads sync.WaitGroup
+}
+
+// loopConnState is what the server keeps per connection: a few words, so
+// an idle connection costs little more than its socket.
+type loopConnState struct {
+	key          string // per-IP key in the gate (Release)
+	trusted      bool   // the peer is a trusted proxy
+	proxyPending bool   // the first bytes may be a PROXY header
+	continued    bool   // 100 Continue sent for the request being read
+	reqs         int    // requests read on the connection
+}
+
+// loopReq is one request in progress: the parsed request and its answer,
+// pooled. It belongs to the loop's thread except while an offload
+// goroutine builds its plan (the connection is parked then).
+type loopReq struct {
+	ls      *loopServer
+	c       *loop.Conn
+	ctx     fasthttp.RequestCtx
+	p       plan
+	rh      reqHeaders
+	g       grant
+	name    string // aliases scratch
+	scratch [pathScratch]byte
+	rd      bytes.Reader
+	br      *bufio.Reader
+	uri     fasthttp.URI
+	head    []byte
+	hdrLen  int    // bytes of head before any body
+	mbuf    []byte // multipart assembly of an inlined file
+	resp    loop.Response
+	parts   [8]loop.Part
+	via     string
+	counted bool // the response was counted by handleParseError: no finish
+	first   bool // no file window sent yet (beforeBody made the first one resident)
+
+	done     func(*loop.Conn, int64, error)
+	ready    func(*loop.Conn, *loop.Part, int64, int64) (int64, bool)
+	rendered func()
+}
+
+func (s *Server) newLoopServer(gl *conn.Listener) (*loopServer, error) {
+	ls := &loopServer{s: s, ln: gl}
+	eng, err := loop.New(loop.Config{
+		Loops: s.cfg.Loops,
+		// One byte more than the largest header: fasthttp's reader then
+		// reports a longer header as too large (431), as on the other
+		// engine.
+		ReadBuffer:   max(s.cfg.MaxHeaderBytes+1, 16<<10),
+		ReadTimeout:  s.cfg.ReadTimeout,
+		IdleTimeout:  s.cfg.IdleTimeout,
+		WriteTimeout: s.cfg.WriteTimeout,
+		Window:       coldWindow,
+		Handler:      ls,
+		Logger:       s.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	ls.eng = eng
+	ls.reqs.New = func() any {
+		r := &loopReq{ls: ls, br: bufio.NewReaderSize(nil, s.cfg.MaxHeaderBytes)}
+		r.done, r.ready, r.rendered = r.finished, r.readyWindow, r.afterOffload
+		return r
+	}
+	return ls, nil
+}
+
+func (ls *loopServer) serve(ln net.Listener) error {
+	tl, ok := ln.(*net.TCPListener)
+	if !ok {
+		return errors.New("origin: the loop engine serves TCP listeners only")
+	}
+	return ls.eng.Serve(tl)
+}
+
+// shutdown drains the engine (idle connections closed at once, the others
+// after their response, all by ctx's end) and waits for the goroutines
+// that were building plans.
+func (ls *loopServer) shutdown(ctx context.Context) error {
+	err := ls.eng.Shutdown(ctx)
+	ls.offloads.Wait()
+	return err
+}
+
+// Accept admits a connection under the gate's limits.
+func (ls *loopServer) Accept(c *loop.Conn) bool {
+	var peer netip.Addr
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		peer, _ = netip.AddrFromSlice(a.IP)
+		peer = peer.Unmap()
+	}
+	key, trusted, ok := ls.ln.Admit(peer)
+	if !ok {
+		c.Reset()
+		return false
+	}
+	c.Value = &loopConnState{key: key, trusted: trusted, proxyPending: ls.ln.ProxyExpected()}
+	return true
+}
+
+// Closed gives the connection's place back to the gate.
+func (ls *loopServer) Closed(c *loop.Conn) {
+	if st, ok := c.Value.(*loopConnState); ok {
+		ls.ln.Release(st.key)
+	}
+}
+
+// AcceptError: accept ran out of descriptors.
+func (ls *loopServer) AcceptError(err error) { ls.ln.OnFDPressure(err) }
+
+// SendfileRefused: the file system refused sendfile; the loop copies.
+func (ls *loopServer) SendfileRefused(*loop.Conn) {
+	ls.s.stats.Transport.SendfileFallbacks.Add(1)
+}
+
+// loopTimeout is the error a request that took too long is answered
+// with (408, as fasthttp answers its read deadline).
+type loopTimeout struct{}
+
+func (loopTimeout) Error() string { return "origin: timed out reading the request" }
+func (loopTimeout) Timeout() bool { return true }
+
+// Timeout answers a request that did not arrive in time with 408.
+func (ls *loopServer) Timeout(c *loop.Conn, reading bool) {
+	if !reading {
+		return
+	}
+	r := ls.getReq(c)
+	ls.parseError(r, loopTimeout{})
+}
+
+// Data parses one request from in and starts its answer.
+func (ls *loopServer) Data(c *loop.Conn, in []byte, full bool) int {
+	st := c.Value.(*loopConnState)
+	taken := 0
+	if st.proxyPending {
+		n, remote, err := ls.ln.TakeProxy(st.trusted, c.RemoteAddr(), &st.key, in)
+		if errors.Is(err, clientaddr.ErrIncomplete) && !full {
+			return 0
+		}
+		if err != nil {
+			c.Abort(false)
+			return 0
+		}
+		st.proxyPending = false
+		if remote != nil {
+			c.SetRemote(remote)
+		}
+		taken, in = n, in[n:]
+		if len(in) == 0 {
+			return taken
+		}
+	}
+	r := ls.getReq(c)
+	ctx := &r.ctx
+	r.rd.Reset(in)
+	r.br.Reset(&r.rd)
+	err := ctx.Request.Header.Read(r.br)
+	switch {
+	case err == nil:
+		err = ls.readBody(r, st, len(in), full)
+	case errors.Is(err, io.EOF) && !full:
+		// Only the buffer ends here (the reader over it says EOF): the
+		// header is still arriving.
+		err = errNeedMore
+	}
+	rest := r.rd.Len() + r.br.Buffered()
+	switch {
+	case errors.Is(err, errNeedMore):
+		ls.putReq(r)
+		return taken
+	case err != nil:
+		ls.parseError(r, err)
+		return taken + len(in)
+	}
+	st.continued = false
+	if err := r.uri.Parse(ctx.Request.Header.Host(), ctx.Request.Header.RequestURI()); err != nil {
+		ls.parseError(r, err)
+		return taken + len(in)
+	}
+	st.reqs++
+	ls.serveRequest(r)
+	return taken + len(in) - rest
+}
+
+// errNeedMore: the buffer holds part of a request.
+var errNeedMore = errors.New("origin: request incomplete")
+
+// readBody reads the request's body (fasthttp's framing rules, its size
+// limit) from what is buffered after the header, sending 100 Continue
+// first when the client waits for it (RFC 9110 §10.1.1), as fasthttp does.
+func (ls *loopServer) readBody(r *loopReq, st *loopConnState, inLen int, full bool) error {
+	req := &r.ctx.Request
+	if req.MayContinue() && !st.continued {
+		st.continued = true
+		if err := r.c.WriteNow(continueLine); err != nil {
+			return err
+		}
+	}
+	hdrLen := inLen - r.rd.Len() - r.br.Buffered()
+	err := req.ContinueReadBody(r.br, maxRequestBody, false)
+	if err == nil || !(errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
+		return err
+	}
+	// The body is still arriving: make room for all of it.
+	need := hdrLen + req.Header.ContentLength()
+	if req.Header.ContentLength() < 0 { // chunked: room to grow, up to the limit and its framing
+		need = min(2*inLen, hdrLen+2*maxRequestBody)
+		if full && inLen >= hdrLen+2*maxRequestBody {
+			return fasthttp.ErrBodyTooLarge
+		}
+	}
+	r.c.Grow(need)
+	return errNeedMore
+}
+
+// maxRequestBody is the largest request body read (and discarded): the
+// fasthttp engine's MaxRequestBodySize.
+const maxRequestBody = 64 << 10
+
+var continueLine = []byte("HTTP/1.1 100 Continue\r\n\r\n")
+
+// serveRequest builds the plan on the loop; where that would block it
+// parks the connection and finishes on a goroutine.
+func (ls *loopServer) serveRequest(r *loopReq) {
+	s := ls.s
+	ctx := &r.ctx
+	p := &r.p
+	*p = plan{noBlock: true}
+	r.rh = reqHeaders{}
+	name, g, ok := s.resolve(ctx, &r.rh, &r.scratch)
+	if !ok {
+		p.kind = kindOther
+		ls.render(r)
+		return
+	}
+	s.serveName(ctx, p, name, &r.rh, g)
+	if !p.wouldBlock {
+		ls.render(r)
+		return
+	}
+	// name aliases r.scratch, which r keeps until the answer is done.
+	r.name, r.g = name, g
+	r.c.Park()
+	ls.offloads.Add(1)
+	go r.offload()
+}
+
+// offload makes the plan where blocking is allowed, then hands it back to
+// the connection's loop. Its owner is the loopServer (offloads); it ends
+// when serveName returns.
+func (r *loopReq) offload() {
+	defer r.ls.offloads.Done()
+	r.p.noBlock, r.p.wouldBlock = false, false
+	r.ls.s.serveName(&r.ctx, &r.p, r.name, &r.rh, r.g)
+	r.c.Post(r.rendered)
+}
+
+// afterOffload runs on the loop: the plan made elsewhere is sent.
+func (r *loopReq) afterOffload() {
+	if r.c.Closed() {
+		if r.p.h != nil {
+			r.p.h.Release()
+			r.p.h = nil
+		}
+		r.ls.s.finish(&r.ctx, r.p.kind, 0, "")
+		r.ls.putReq(r)
+		return
+	}
+	r.ls.render(r)
+	r.c.Continue()
+}
+
+// parseError answers a request that cannot be parsed (or did not arrive
+// in time), as the fasthttp engine's ErrorHandler does, and closes.
+func (ls *loopServer) parseError(r *loopReq, err error) {
+	ls.s.handleParseError(&r.ctx, err)
+	r.counted = true
+	r.ctx.SetConnectionClose()
+	ls.render(r)
+}
+
+// render turns the plan into a loop.Response and starts it: the
+// connection rules fasthttp's server applies (Connection: close, HTTP/1.0
+// keep-alive, -max-requests-per-conn, the drain), the header rendered by
+// fasthttp's ResponseHeader, and the body as memory or file parts.
+func (ls *loopServer) render(r *loopReq) {
+	s := ls.s
+	ctx, p, c := &r.ctx, &r.p, r.c
+	st := c.Value.(*loopConnState)
+	hdr := &ctx.Response.Header
+	closeConn := ctx.Request.Header.ConnectionClose() || ctx.Response.ConnectionClose() || c.Draining() ||
+		(s.cfg.MaxRequestsPerConn > 0 && st.reqs >= s.cfg.MaxRequestsPerConn)
+	if closeConn {
+		hdr.SetConnectionClose()
+	} else if !ctx.Request.Header.IsHTTP11() {
+		hdr.Set("Connection", "keep-alive")
+	}
+	if s.cfg.ServerName != "" && len(hdr.Server()) == 0 {
+		hdr.SetServer(s.cfg.ServerName)
+	}
+	resp := &r.resp
+	resp.Reset()
+	resp.Parts = r.parts[:0]
+	resp.Close, resp.Done = closeConn, r.done
+	if p.h == nil {
+		body := ctx.Response.Body()
+		code := ctx.Response.StatusCode()
+		send := !ctx.IsHead() && code >= 200 && code != fasthttp.StatusNoContent && code != fasthttp.StatusNotModified
+		if send || len(body) > 0 {
+			hdr.SetContentLength(len(body))
+		}
+		r.head = hdr.AppendBytes(r.head[:0])
+		r.hdrLen = len(r.head)
+		if send {
+			r.head = append(r.head, body...)
+		}
+		resp.Parts = append(resp.Parts, loop.Part{Mem: r.head})
+		r.via = ""
+		c.Send(resp)
+		return
+	}
+	hdr.SetContentLength(int(p.total))
+	r.head = hdr.AppendBytes(r.head[:0])
+	r.hdrLen = len(r.head)
+	resp.Parts = append(resp.Parts, loop.Part{Mem: r.head})
+	h := p.h
+	if h.Bytes != nil {
+		body := h.Bytes[p.spans[0].Start : p.spans[0].Start+p.spans[0].Length]
+		if p.mp != nil {
+			r.mbuf = assembleMultipart(r.mbuf[:0], p.mp, h.Bytes)
+			body = r.mbuf
+		}
+		resp.Parts = append(resp.Parts, loop.Part{Mem: body})
+		r.via = "inline"
+		c.Send(resp)
+		return
+	}
+	fd := int(h.Fd())
+	if p.mp == nil {
+		resp.Parts = append(resp.Parts, loop.Part{Fd: fd, Off: p.spans[0].Start, Len: p.spans[0].Length})
+	} else {
+		for i := range p.mp.Parts() {
+			sp := p.mp.Span(i)
+			resp.Parts = append(resp.Parts, loop.Part{Mem: p.mp.PartHeader(i)}, loop.Part{Fd: fd, Off: sp.Start, Len: sp.Length})
+		}
+		resp.Parts = append(resp.Parts, loop.Part{Mem: p.mp.Trailer()})
+	}
+	if s.cold != nil {
+		resp.Ready, r.first = r.ready, true
+	}
+	resp.NoSendfile = !sendfileOn(s)
+	r.via = "sendfile"
+	c.Send(resp)
+}
+
+// readyWindow is the cold path's check before each sendfile window: the
+// first window of the body was made resident (its first 256 KiB at least)
+// by beforeBody; a later one that is not resident is read by the cold
+// pool on a goroutine, and the connection resumes when it is in.
+func (r *loopReq) readyWindow(c *loop.Conn, _ *loop.Part, off, n int64) (int64, bool) {
+	h := r.p.h
+	ok, err := coldread.Resident(h.Fd(), off, n, h.Size)
+	if r.first {
+		r.first = false
+		if err != nil || !ok {
+			return min(n, coldFirstWindow), true
+		}
+		return n, true
+	}
+	if err == nil && ok {
+		return n, true
+	}
+	s := r.ls.s
+	r.ls.offloads.Add(1)
+	go func() {
+		defer r.ls.offloads.Done()
+		if _, err := s.ensureResident(h.Name, r.p.kind, h, ranges.Span{Start: off, Length: n}); err != nil {
+			s.stats.Cold.Aborted.Add(1)
+			c.Post(func() { c.Abort(false) })
+			return
+		}
+		c.Resume()
+	}()
+	return 0, false
+}
+
+// finished runs on the loop when the response has left (or failed): it
+// counts the body under its path, releases the file and records the
+// response.
+func (r *loopReq) finished(_ *loop.Conn, sent int64, err error) {
+	s := r.ls.s
+	body := max(sent-int64(r.hdrLen), 0)
+	if h := r.p.h; h != nil {
+		t := &s.stats.Transport
+		switch r.via {
+		case "inline":
+			t.InlineResponses.Add(1)
+			t.InlineBytes.Add(body)
+		default:
+			if r.resp.Copied() {
+				r.via = "copy"
+				t.CopyResponses.Add(1)
+				t.CopyBytes.Add(body)
+			} else {
+				t.SendfileResponses.Add(1)
+				t.SendfileBytes.Add(body)
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, loop.ErrTruncated):
+			t.Truncated.Add(1)
+			s.log.Warn("file shrank while being sent: closing the connection",
+				"sent", body, "want", r.p.total, "size_at_open", h.Size)
+		default:
+			t.Aborted.Add(1)
+		}
+		h.Release()
+		r.p.h = nil
+	}
+	if !r.counted {
+		s.finish(&r.ctx, r.p.kind, body, r.via)
+	}
+	r.ls.putReq(r)
+}
+
+func (ls *loopServer) getReq(c *loop.Conn) *loopReq {
+	r := ls.reqs.Get().(*loopReq)
+	r.c = c
+	ctx := &r.ctx
+	ctx.Init2(c, fasthttpLogger{ls.s}, false)
+	ctx.Request.Reset()
+	ctx.Response.Reset()
+	ctx.Response.Header.SetNoDefaultContentType(true)
+	return r
+}
+
+// putReq returns r to the pool, keeping no reference to the request.
+func (ls *loopServer) putReq(r *loopReq) {
+	r.ctx.ResetUserValues()
+	r.ctx.Request.Reset()
+	r.ctx.Response.Reset()
+	r.c, r.name, r.g, r.counted, r.via = nil, "", grant{}, false, ""
+	r.p = plan{}
+	r.resp.Reset()
+	r.rd.Reset(nil)
+	r.br.Reset(nil)
+	if cap(r.mbuf) > maxPooledMultipart {
+		r.mbuf = nil
+	}
+	ls.reqs.Put(r)
+}

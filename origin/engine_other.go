@@ -1,0 +1,26 @@
+//go:build !linux
+
+package origin
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"segorigin/origin/conn"
+)
+
+// loopAvailable: the event-loop engine needs epoll.
+const loopAvailable = false
+
+const defaultEngine = EngineFastHTTP
+
+type loopServer struct{}
+
+func (s *Server) newLoopServer(*conn.Listener) (*loopServer, error) {
+	return nil, errors.New("origin: the loop engine needs Linux")
+}
+func (ls *loopServer) serve(net.Listener) error {
+	return errors.New("origin: the loop engine needs Linux")
+}
+func (ls *loopServer) shutdown(ctx context.Context) error { return nil }

@@ -1,0 +1,45 @@
+// Package loop is an event-loop engine for plain-TCP HTTP/1.1: a few
+// locked OS threads, each in epoll_wait, serve every connection, so a
+// connection costs a small struct instead of a goroutine, its stack and
+// its buffers.
+//
+// # What it owns
+//
+//   - The loops: one per Config.Loops, each a goroutine locked to its OS
+//     thread with its own epoll instance and eventfd. Every loop watches
+//     the one listening socket with EPOLLEXCLUSIVE, so the kernel wakes
+//     one loop per pending connection and accepts spread over the loops.
+//   - Connections (Conn): the descriptor, a read buffer taken from the
+//     loop's pool only while a request is incomplete or being answered
+//     and given back when the connection goes idle, the response in
+//     flight, and the connection's place in one of three timeout lists.
+//   - Timeouts: a connection waits for a request's bytes (ReadTimeout,
+//     from its first byte or from accept), for the next request
+//     (IdleTimeout), or for the peer to take a response (WriteTimeout,
+//     from the response's start). Each list holds connections in the
+//     order their wait began, so expiry looks only at list heads.
+//   - Writing: a Response is memory parts and file spans. Consecutive
+//     memory parts leave in one sendmsg (writev), with MSG_MORE when a
+//     file span follows so the header shares its first segment; a span
+//     leaves with sendfile(2) from an explicit offset. A short send means
+//     the socket buffer is full: the connection waits for EPOLLOUT and
+//     sends once per writable event, never retrying a send that is sure
+//     to return EAGAIN.
+//
+// # What it never does
+//
+// It knows nothing of HTTP: the Handler parses requests and builds
+// responses. It never blocks a loop thread on storage: before each
+// sendfile window it asks the response's Ready hook, which may answer
+// "not yet" and Resume the connection from another goroutine once the
+// pages are in memory. It never reads a connection while a response is
+// in flight (pipelined requests wait in the buffer, answered in order).
+//
+// # Ownership
+//
+// A Conn and its buffers belong to its loop's thread; the Handler's
+// methods run there. Other goroutines reach a connection only through
+// Post and Resume, which queue work for its loop and wake it through the
+// eventfd. Every loop goroutine is started by Serve and has ended when
+// Serve returns.
+package loop

@@ -1,0 +1,204 @@
+//go:build linux
+
+package loop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures an Engine.
+type Config struct {
+	// Loops is the number of event loops (OS threads); 0 means
+	// GOMAXPROCS.
+	Loops int
+	// ReadBuffer is the size of a pooled read buffer: the most a
+	// connection buffers of a request before the Handler is told the
+	// buffer is full (Conn.Grow makes room for a larger body).
+	ReadBuffer int
+	// ReadTimeout bounds the wait for a whole request from its first
+	// byte (from accept for a new connection); IdleTimeout the wait for
+	// the next request on a kept-alive connection; WriteTimeout the time
+	// a response may take to leave. 0: no limit.
+	ReadTimeout, IdleTimeout, WriteTimeout time.Duration
+	// Window is the most one sendfile call sends (0: a whole span).
+	Window int64
+	// Handler serves the connections.
+	Handler Handler
+	// Logger receives the loops' own errors; nil uses slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler is what an Engine calls on a loop's thread.
+type Handler interface {
+	// Accept is called for a new connection; false closes it at once.
+	Accept(c *Conn) bool
+	// Data is called when c has unread bytes in (at least one), no
+	// response in flight and is not parked. It returns how many bytes of
+	// in it consumed; 0 means in holds no whole request yet, and the
+	// loop reads more (full says in is at its capacity: the Handler must
+	// answer, Grow, or the connection closes). A Handler that starts a
+	// response calls c.Send, now or later after c.Park.
+	Data(c *Conn, in []byte, full bool) int
+	// Timeout is called when c waited too long for a request (reading
+	// says the request had begun). The connection closes after it; the
+	// Handler may Send a last response first.
+	Timeout(c *Conn, reading bool)
+	// Closed is called once when c is closed.
+	Closed(c *Conn)
+}
+
+// Stats count what an engine's loops did (live atomics).
+type Stats struct {
+	Accepted  atomic.Int64 // connections accepted
+	Closed    atomic.Int64 // connections closed
+	Timeouts  atomic.Int64 // connections closed by a timeout
+	Wakeups   atomic.Int64 // epoll_wait returns
+	Sends     atomic.Int64 // sendmsg and sendfile calls
+	ShortSend atomic.Int64 // sends that filled the socket buffer (then wait for EPOLLOUT)
+}
+
+// Engine serves one listening socket with Config.Loops event loops.
+type Engine struct {
+	cfg   Config
+	log   *slog.Logger
+	loops []*loop
+	stats Stats
+
+	mu       sync.Mutex // protects serving, loops and ln
+	serving  bool
+	ln       *net.TCPListener
+	draining atomic.Bool
+}
+
+// New validates cfg and builds an engine; Serve starts it.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Handler == nil {
+		return nil, errors.New("loop: no Handler")
+	}
+	if cfg.Loops < 0 || cfg.ReadBuffer < 0 || cfg.Window < 0 {
+		return nil, fmt.Errorf("loop: loops %d, read buffer %d, window %d: want >= 0", cfg.Loops, cfg.ReadBuffer, cfg.Window)
+	}
+	if cfg.Loops == 0 {
+		cfg.Loops = runtime.GOMAXPROCS(0)
+	}
+	if cfg.ReadBuffer == 0 {
+		cfg.ReadBuffer = 16 << 10
+	}
+	if cfg.Window == 0 {
+		cfg.Window = 1 << 30
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Engine{cfg: cfg, log: cfg.Logger}, nil
+}
+
+// Stats returns the engine's counters (live, not a copy).
+func (e *Engine) Stats() *Stats { return &e.stats }
+
+// Draining reports whether Shutdown has begun: responses should say
+// Connection: close.
+func (e *Engine) Draining() bool { return e.draining.Load() }
+
+// Serve runs the loops on ln until Shutdown, and returns when every loop
+// has ended and every connection is closed. Shutdown closes ln.
+func (e *Engine) Serve(ln *net.TCPListener) error {
+	e.mu.Lock()
+	if e.serving {
+		e.mu.Unlock()
+		return errors.New("loop: Serve called twice")
+	}
+	e.serving = true
+	e.mu.Unlock()
+	raw, err := ln.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("loop: listener: %w", err)
+	}
+	lfd := -1
+	if err := raw.Control(func(fd uintptr) { lfd = int(fd) }); err != nil {
+		return fmt.Errorf("loop: listener: %w", err)
+	}
+	loops := make([]*loop, 0, e.cfg.Loops)
+	for i := 0; i < e.cfg.Loops; i++ {
+		l, err := newLoop(e, lfd)
+		if err != nil {
+			for _, l := range loops {
+				l.closeFDs()
+			}
+			return err
+		}
+		loops = append(loops, l)
+	}
+	// Either Shutdown sees the loops, or the loops see that it began.
+	e.mu.Lock()
+	e.loops, e.ln = loops, ln
+	drained := e.draining.Load()
+	e.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		wg.Go(l.run)
+	}
+	if drained {
+		e.dropListener(loops)
+	}
+	wg.Wait()
+	// ln's descriptor is used by the loops until they end: keep ln
+	// reachable (and so open) until then.
+	runtime.KeepAlive(ln)
+	return nil
+}
+
+// dropListener has every loop stop watching the listener, then closes it,
+// so that the kernel refuses new connections at once (a listener left
+// open would keep completing handshakes into its backlog).
+func (e *Engine) dropListener(loops []*loop) {
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		wg.Add(1)
+		l.post(nil, func() { l.beginDrain(); wg.Done() })
+	}
+	wg.Wait()
+	e.mu.Lock()
+	ln := e.ln
+	e.ln = nil
+	e.mu.Unlock()
+	if ln != nil {
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			e.log.Warn("closing the listener", "err", err)
+		}
+	}
+}
+
+// Shutdown stops accepting, closes idle connections at once and every
+// other one after its response, and returns when all are closed or ctx
+// is done; then the rest are closed mid-response and ctx's error
+// returned. Serve returns once the loops have ended.
+func (e *Engine) Shutdown(ctx context.Context) error {
+	e.draining.Store(true)
+	e.mu.Lock()
+	loops := e.loops
+	e.mu.Unlock()
+	e.dropListener(loops)
+	for _, l := range loops {
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			for _, l := range loops {
+				l.post(nil, l.closeAll)
+			}
+			for _, l := range loops {
+				<-l.done
+			}
+			return ctx.Err()
+		}
+	}
+	return nil
+}

@@ -1,0 +1,526 @@
+//go:build linux
+
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// loop is one event loop: an epoll instance, its thread's goroutine, and
+// the connections accepted on it.
+type loop struct {
+	e     *Engine
+	epfd  int
+	evfd  int // eventfd: post wakes the loop through it
+	lfd   int // the listening socket (shared by every loop); -1 once dropped
+	conns []*Conn
+	nconn int
+	now   int64 // nanoseconds, read once per wake-up
+
+	reading, idle, writing list // connections by what they wait for
+
+	free    [][]byte // read buffers not in use (cap ReadBuffer)
+	copyBuf []byte   // sendfile fallback: one pread+send at a time on this thread
+
+	acceptPaused time.Time // accept paused until then (out of descriptors); zero: accepting
+	acceptWait   time.Duration
+	draining     bool
+
+	mu      sync.Mutex // protects queue, spare and stopped
+	stopped bool       // run has returned: post runs fn itself
+	queue   []posted
+	spare   []posted
+	signals atomic.Bool // an eventfd write is pending
+
+	done chan struct{} // closed when run returns
+}
+
+type posted struct {
+	c  *Conn // nil: the loop itself
+	fn func()
+}
+
+func newLoop(e *Engine, lfd int) (*loop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("loop: epoll_create1: %w", err)
+	}
+	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		unix.Close(epfd)
+		return nil, fmt.Errorf("loop: eventfd: %w", err)
+	}
+	l := &loop{e: e, epfd: epfd, evfd: evfd, lfd: lfd, done: make(chan struct{})}
+	l.reading.timeout, l.idle.timeout, l.writing.timeout = e.cfg.ReadTimeout, e.cfg.IdleTimeout, e.cfg.WriteTimeout
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(evfd)}); err != nil {
+		l.closeFDs()
+		return nil, fmt.Errorf("loop: epoll_ctl eventfd: %w", err)
+	}
+	if err := l.watchListener(); err != nil {
+		l.closeFDs()
+		return nil, err
+	}
+	return l, nil
+}
+
+func (l *loop) watchListener() error {
+	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(l.lfd)}
+	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, l.lfd, &ev); err != nil {
+		return fmt.Errorf("loop: epoll_ctl listener: %w", err)
+	}
+	return nil
+}
+
+// stop ends the loop: queued work runs (it finds its connections closed),
+// later posts run where they are made, and the descriptors close.
+func (l *loop) stop() {
+	l.closeAll()
+	for {
+		l.mu.Lock()
+		q := l.queue
+		l.queue = nil
+		if len(q) == 0 {
+			l.stopped = true
+			l.mu.Unlock()
+			break
+		}
+		l.mu.Unlock()
+		for i := range q {
+			q[i].fn()
+		}
+	}
+	l.closeFDs()
+}
+
+func (l *loop) closeFDs() {
+	unix.Close(l.evfd)
+	unix.Close(l.epfd)
+}
+
+// run is the loop's goroutine, locked to its thread; it returns when
+// draining is over (no connection left).
+func (l *loop) run() {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer close(l.done)
+	defer l.stop()
+	events := make([]unix.EpollEvent, 256)
+	l.now = time.Now().UnixNano()
+	for !(l.draining && l.nconn == 0) {
+		n, err := unix.EpollWait(l.epfd, events, l.waitMillis())
+		l.now = time.Now().UnixNano()
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			l.e.log.Error("epoll_wait failed: loop stops", "err", err)
+			l.closeAll()
+			return
+		}
+		l.e.stats.Wakeups.Add(1)
+		for i := 0; i < n; i++ {
+			ev := &events[i]
+			fd := int(ev.Fd)
+			switch {
+			case fd == l.evfd:
+				l.runPosted()
+			case fd == l.lfd && l.lfd >= 0:
+				l.accept()
+			default:
+				if fd < len(l.conns) && l.conns[fd] != nil {
+					l.event(l.conns[fd], ev.Events)
+				}
+			}
+		}
+		l.expire()
+	}
+}
+
+// waitMillis is epoll_wait's timeout: until the earliest deadline (at
+// most a second late: timeouts are coarse), or forever.
+func (l *loop) waitMillis() int {
+	next := int64(-1)
+	for _, ls := range [...]*list{&l.reading, &l.idle, &l.writing} {
+		if d, ok := ls.nextDeadline(); ok && (next < 0 || d < next) {
+			next = d
+		}
+	}
+	if !l.acceptPaused.IsZero() {
+		if d := l.acceptPaused.UnixNano(); next < 0 || d < next {
+			next = d
+		}
+	}
+	if next < 0 {
+		return -1
+	}
+	ms := (next-l.now)/int64(time.Millisecond) + 1
+	return int(min(max(ms, 0), 1000))
+}
+
+// expire closes the connections whose wait is over, and resumes accepting
+// after a pause.
+func (l *loop) expire() {
+	for _, ls := range [...]*list{&l.reading, &l.idle, &l.writing} {
+		for c := ls.head; c != nil && ls.expired(c, l.now); c = ls.head {
+			l.e.stats.Timeouts.Add(1)
+			ls.remove(c)
+			switch ls {
+			case &l.writing:
+				l.fail(c, errWriteTimeout)
+			default:
+				l.e.cfg.Handler.Timeout(c, ls == &l.reading && len(c.in) > 0)
+				if c.resp != nil {
+					c.resp.Close = true
+					c.flush() // a last answer (408), best effort
+					if c.resp != nil {
+						l.fail(c, errWriteTimeout)
+						continue
+					}
+				}
+				l.close(c)
+			}
+		}
+	}
+	if !l.acceptPaused.IsZero() && l.now >= l.acceptPaused.UnixNano() && !l.draining {
+		l.acceptPaused = time.Time{}
+		if err := l.watchListener(); err != nil {
+			l.e.log.Error("accept stays paused", "err", err)
+		}
+	}
+}
+
+var errWriteTimeout = errors.New("loop: write timeout")
+
+// accept takes the pending connections (a bounded batch per wake-up:
+// other loops and connections get their turn).
+func (l *loop) accept() {
+	for range 64 {
+		fd, sa, err := unix.Accept4(l.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		if err != nil {
+			switch {
+			case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+			case errors.Is(err, unix.ECONNABORTED):
+				continue
+			case errors.Is(err, unix.EMFILE), errors.Is(err, unix.ENFILE), errors.Is(err, unix.ENOBUFS), errors.Is(err, unix.ENOMEM):
+				l.pauseAccept(err)
+			default:
+				l.e.log.Error("accept failed", "err", err)
+			}
+			return
+		}
+		l.acceptWait = 0
+		// As Go's net package does for every TCP connection: small
+		// responses leave at once (MSG_MORE still joins a header to
+		// its body).
+		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+		c := &Conn{fd: fd, l: l, remote: sockaddrToTCP(sa)}
+		if lsa, err := unix.Getsockname(fd); err == nil {
+			c.local = sockaddrToTCP(lsa)
+		}
+		l.e.stats.Accepted.Add(1)
+		if !l.e.cfg.Handler.Accept(c) {
+			unix.Close(fd)
+			l.e.stats.Closed.Add(1)
+			continue
+		}
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
+			l.e.log.Error("epoll_ctl of a new connection failed: closing it", "err", err)
+			c.closed = true
+			unix.Close(fd)
+			l.e.stats.Closed.Add(1)
+			l.e.cfg.Handler.Closed(c)
+			continue
+		}
+		c.events = unix.EPOLLIN
+		for fd >= len(l.conns) {
+			l.conns = append(l.conns, make([]*Conn, max(len(l.conns), 64))...)
+		}
+		l.conns[fd] = c
+		l.nconn++
+		if l.draining {
+			l.close(c)
+			continue
+		}
+		l.reading.push(c, l.now)
+	}
+}
+
+// pauseAccept stops watching the listener for a while (out of
+// descriptors: the listener stays readable, so a level-triggered watch
+// would spin), backing off up to a second, as net/http does.
+func (l *loop) pauseAccept(err error) {
+	l.acceptWait = min(max(2*l.acceptWait, 5*time.Millisecond), time.Second)
+	l.acceptPaused = time.Unix(0, l.now).Add(l.acceptWait)
+	if e := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil); e != nil {
+		l.e.log.Error("epoll_ctl del listener", "err", e)
+	}
+	if h, ok := l.e.cfg.Handler.(interface{ AcceptError(error) }); ok {
+		h.AcceptError(err)
+	}
+}
+
+// event handles one connection's readiness.
+func (l *loop) event(c *Conn, ev uint32) {
+	switch {
+	case ev&(unix.EPOLLERR|unix.EPOLLHUP) != 0:
+		// Reset or gone both ways: nothing can be sent or read.
+		l.fail(c, errPeerGone)
+	case ev&unix.EPOLLOUT != 0 && c.resp != nil:
+		c.flush()
+		if !c.closed && c.resp == nil {
+			l.process(c)
+		}
+	case ev&unix.EPOLLIN != 0:
+		l.read(c)
+	}
+}
+
+var errPeerGone = errors.New("loop: connection reset or closed by the peer")
+
+// read reads once into c's buffer and processes what it holds.
+func (l *loop) read(c *Conn) {
+	if c.resp != nil || c.parked {
+		return
+	}
+	if c.in == nil {
+		c.in = l.getBuf()
+	}
+	if len(c.in) == cap(c.in) {
+		l.process(c)
+		return
+	}
+	n, err := unix.Read(c.fd, c.in[len(c.in):cap(c.in)])
+	switch {
+	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+		return
+	case err != nil || n == 0:
+		// The peer closed (or reset): nothing more will complete a
+		// request, and nothing is in flight to finish.
+		l.close(c)
+		return
+	}
+	if len(c.in) == 0 {
+		// The first byte of a request: its read time starts now.
+		l.reading.push(c, l.now)
+	}
+	c.in = c.in[:len(c.in)+n]
+	l.process(c)
+}
+
+// process hands c's buffered bytes to the Handler while it can answer
+// them: pipelined requests are answered one after the other, in order.
+func (l *loop) process(c *Conn) {
+	for !c.closed && c.resp == nil && !c.parked && len(c.in) > 0 {
+		full := len(c.in) == cap(c.in)
+		n := l.e.cfg.Handler.Data(c, c.in, full)
+		if c.closed {
+			return
+		}
+		if n > 0 {
+			rest := copy(c.in, c.in[n:])
+			c.in = c.in[:rest]
+		}
+		if c.resp != nil {
+			c.flush()
+			continue
+		}
+		if c.parked {
+			break
+		}
+		if n == 0 {
+			if full {
+				l.close(c) // the Handler neither answered nor made room
+			}
+			return
+		}
+	}
+	l.settle(c)
+}
+
+// settle puts c in the list of what it now waits for, and gives its read
+// buffer back when nothing is buffered.
+func (l *loop) settle(c *Conn) {
+	if c.closed || c.resp != nil || c.parked {
+		return
+	}
+	if len(c.in) == 0 {
+		l.putBuf(c.in)
+		c.in = nil
+		if c.closeAfter {
+			l.close(c)
+			return
+		}
+		if l.draining {
+			l.close(c)
+			return
+		}
+		l.idle.push(c, l.now)
+		return
+	}
+	if c.list != &l.reading {
+		l.reading.push(c, l.now)
+	}
+}
+
+func (l *loop) getBuf() []byte {
+	if n := len(l.free); n > 0 {
+		b := l.free[n-1]
+		l.free = l.free[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, l.e.cfg.ReadBuffer)
+}
+
+// putBuf keeps a buffer of the pool's size for the next request; a grown
+// one (a large request body) is left to the collector.
+func (l *loop) putBuf(b []byte) {
+	if cap(b) == l.e.cfg.ReadBuffer && len(l.free) < 1024 {
+		l.free = append(l.free, b[:0])
+	}
+}
+
+// fail ends c's response with err and closes it.
+func (l *loop) fail(c *Conn, err error) {
+	if r := c.resp; r != nil {
+		c.resp = nil
+		if r.Done != nil {
+			r.Done(c, r.sent, err)
+		}
+	}
+	l.close(c)
+}
+
+// close closes c and forgets it.
+func (l *loop) close(c *Conn) {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	if c.list != nil {
+		c.list.remove(c)
+	}
+	if r := c.resp; r != nil {
+		c.resp = nil
+		if r.Done != nil {
+			r.Done(c, r.sent, net.ErrClosed)
+		}
+	}
+	if c.in != nil {
+		l.putBuf(c.in)
+		c.in = nil
+	}
+	if c.fd < len(l.conns) && l.conns[c.fd] == c {
+		l.conns[c.fd] = nil
+		l.nconn--
+	}
+	// Closing the descriptor also takes it out of the epoll set.
+	unix.Close(c.fd)
+	l.e.stats.Closed.Add(1)
+	l.e.cfg.Handler.Closed(c)
+}
+
+// beginDrain stops accepting and closes the connections that wait for
+// nothing; the others close after their response (settle).
+func (l *loop) beginDrain() {
+	if l.draining {
+		return
+	}
+	l.draining = true
+	if l.acceptPaused.IsZero() && l.lfd >= 0 {
+		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
+	}
+	// No event of this wake-up may reach accept now: Shutdown closes
+	// the listener (its number may then name another file).
+	l.lfd = -1
+	l.acceptPaused = time.Time{}
+	for _, c := range l.conns {
+		if c != nil && c.resp == nil && !c.parked && len(c.in) == 0 {
+			l.close(c)
+		}
+	}
+}
+
+// closeAll closes every connection, responses in flight included.
+func (l *loop) closeAll() {
+	l.beginDrain()
+	for _, c := range l.conns {
+		if c != nil {
+			l.fail(c, net.ErrClosed)
+		}
+	}
+}
+
+// post queues fn to run on l's thread (for c, unless c has closed by
+// then) and wakes the loop.
+func (l *loop) post(c *Conn, fn func()) {
+	l.mu.Lock()
+	if l.stopped {
+		// The loop and its descriptors are gone (every connection
+		// closed): fn finds c closed and only releases what it holds.
+		l.mu.Unlock()
+		fn()
+		return
+	}
+	l.queue = append(l.queue, posted{c, fn})
+	l.mu.Unlock()
+	if l.signals.CompareAndSwap(false, true) {
+		var one = [8]byte{1}
+		for {
+			_, err := unix.Write(l.evfd, one[:])
+			if !errors.Is(err, unix.EINTR) {
+				break
+			}
+		}
+	}
+}
+
+func (l *loop) runPosted() {
+	var buf [8]byte
+	unix.Read(l.evfd, buf[:])
+	l.signals.Store(false)
+	l.mu.Lock()
+	q := l.queue
+	l.queue, l.spare = l.spare[:0], nil
+	l.mu.Unlock()
+	for i := range q {
+		q[i].fn()
+		q[i] = posted{}
+	}
+	l.mu.Lock()
+	l.spare = q[:0]
+	l.mu.Unlock()
+}
+
+func sockaddrToTCP(sa unix.Sockaddr) *net.TCPAddr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]).To16(), Port: a.Port}
+	case *unix.SockaddrInet6:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
+	}
+	return &net.TCPAddr{}
+}
+
+// sendmsg is sendmsg(2) over iov, without allocating (unix.SendmsgBuffers
+// builds its iovec slice per call).
+func sendmsg(fd int, iov []unix.Iovec, flags int) (int, error) {
+	var msg unix.Msghdr
+	msg.Iov = &iov[0]
+	msg.SetIovlen(len(iov))
+	for {
+		n, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
+		if e == 0 {
+			return int(n), nil
+		}
+		if e != syscall.EINTR {
+			return 0, e
+		}
+	}
+}

@@ -1,0 +1,299 @@
+//go:build linux
+
+package loop_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"segorigin/origin/loop"
+)
+
+// lineHandler is a tiny protocol over the loop: each request is a line
+// "mem N" (answered with N bytes 'm'), "file OFF LEN" (LEN bytes of the
+// test file from OFF, by sendfile, after a 4-byte prefix "ok\r\n"),
+// "park" (answered "parked\n" from another goroutine), or "close"
+// (answered "bye\n", then the connection closes).
+type lineHandler struct {
+	file    *os.File
+	closed  atomic.Int64
+	pending sync.WaitGroup
+	mu      sync.Mutex // protects errs
+	errs    []error
+}
+
+type lineResp struct {
+	resp loop.Response
+	head []byte
+}
+
+func (h *lineHandler) Accept(c *loop.Conn) bool { return true }
+func (h *lineHandler) Closed(c *loop.Conn)      { h.closed.Add(1) }
+func (h *lineHandler) Timeout(c *loop.Conn, reading bool) {
+	if reading {
+		r := &lineResp{head: []byte("timeout\n")}
+		r.resp.Parts = []loop.Part{{Mem: r.head}}
+		c.Send(&r.resp)
+	}
+}
+
+func (h *lineHandler) Data(c *loop.Conn, in []byte, full bool) int {
+	i := bytes.IndexByte(in, '\n')
+	if i < 0 {
+		return 0
+	}
+	var verb string
+	var a, b int64
+	fmt.Sscan(string(in[:i]), &verb, &a, &b)
+	r := &lineResp{}
+	switch verb {
+	case "mem":
+		r.head = bytes.Repeat([]byte("m"), int(a))
+		r.resp.Parts = []loop.Part{{Mem: r.head}}
+	case "file":
+		r.head = []byte("ok\r\n")
+		r.resp.Parts = []loop.Part{{Mem: r.head}, {Fd: int(h.file.Fd()), Off: a, Len: b}}
+	case "park":
+		c.Park()
+		h.pending.Add(1)
+		go func() {
+			defer h.pending.Done()
+			time.Sleep(10 * time.Millisecond)
+			c.Post(func() {
+				r.resp.Parts = []loop.Part{{Mem: []byte("parked\n")}}
+				c.Send(&r.resp)
+				c.Continue()
+			})
+		}()
+		return i + 1
+	case "close":
+		r.resp.Parts = []loop.Part{{Mem: []byte("bye\n")}}
+		r.resp.Close = true
+	default:
+		h.mu.Lock()
+		h.errs = append(h.errs, fmt.Errorf("unknown request %q", in[:i]))
+		h.mu.Unlock()
+		c.Abort(false)
+		return 0
+	}
+	c.Send(&r.resp)
+	return i + 1
+}
+
+// startLoop serves h on 127.0.0.1:0 until the test ends.
+func startLoop(t *testing.T, h *lineHandler, mod func(*loop.Config)) (string, *loop.Engine) {
+	t.Helper()
+	cfg := loop.Config{Loops: 2, Handler: h, ReadBuffer: 4096}
+	if mod != nil {
+		mod(&cfg)
+	}
+	e, err := loop.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- e.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		ln.Close()
+		h.pending.Wait()
+		for _, err := range h.errs {
+			t.Error(err)
+		}
+	})
+	return ln.Addr().String(), e
+}
+
+func testFile(t *testing.T, size int) (*os.File, []byte) {
+	t.Helper()
+	data := make([]byte, size)
+	for i := range data {
+		data[i] = byte(i*7 + i/251)
+	}
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, data
+}
+
+// TestPipelinedInOrder: requests written at once, answers in order, byte
+// for byte, large sendfile spans (beyond the socket buffer) included.
+func TestPipelinedInOrder(t *testing.T) {
+	f, data := testFile(t, 8<<20)
+	h := &lineHandler{file: f}
+	addr, _ := startLoop(t, h, func(c *loop.Config) { c.Window = 1 << 20 })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var req bytes.Buffer
+	var want bytes.Buffer
+	for i := range 40 {
+		switch i % 4 {
+		case 0:
+			fmt.Fprintf(&req, "mem %d\n", 100+i)
+			want.Write(bytes.Repeat([]byte("m"), 100+i))
+		case 1:
+			off, n := int64(i*1000), int64(3<<20)
+			fmt.Fprintf(&req, "file %d %d\n", off, n)
+			want.WriteString("ok\r\n")
+			want.Write(data[off : off+n])
+		case 2:
+			req.WriteString("park\n")
+			want.WriteString("parked\n")
+		case 3:
+			fmt.Fprintf(&req, "file %d %d\n", i, 10)
+			want.WriteString("ok\r\n")
+			want.Write(data[i : i+10])
+		}
+	}
+	req.WriteString("close\n")
+	want.WriteString("bye\n")
+	go c.Write(req.Bytes())
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	got, err := io.ReadAll(bufio.NewReader(c))
+	if err != nil {
+		t.Fatalf("reading the answers: %v", err)
+	}
+	if !bytes.Equal(got, want.Bytes()) {
+		i := 0
+		for i < len(got) && i < want.Len() && got[i] == want.Bytes()[i] {
+			i++
+		}
+		t.Fatalf("answers: %d bytes, want %d; first difference at %d", len(got), want.Len(), i)
+	}
+}
+
+// TestReadTimeout: a request that never completes is answered by the
+// Handler's Timeout and closed; an idle connection is closed silently.
+func TestReadTimeout(t *testing.T) {
+	h := &lineHandler{}
+	addr, _ := startLoop(t, h, func(c *loop.Config) {
+		c.ReadTimeout, c.IdleTimeout = 300*time.Millisecond, 300*time.Millisecond
+	})
+	partial, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer partial.Close()
+	partial.Write([]byte("mem 1"))
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	idle.Write([]byte("mem 3\n"))
+	for _, tc := range []struct {
+		c    net.Conn
+		want string
+	}{{partial, "timeout\n"}, {idle, "mmm"}} {
+		tc.c.SetDeadline(time.Now().Add(5 * time.Second))
+		got, err := io.ReadAll(tc.c)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("read until close = %q, %v; want %q, nil", got, err, tc.want)
+		}
+	}
+}
+
+// TestDrain: Shutdown closes idle connections at once and lets a response
+// in flight finish.
+func TestDrain(t *testing.T) {
+	f, data := testFile(t, 16<<20)
+	h := &lineHandler{file: f}
+	addr, e := startLoop(t, h, nil)
+	idle, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	busy, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	fmt.Fprintf(busy, "file 0 %d\n", len(data))
+	br := bufio.NewReaderSize(busy, 4)
+	busy.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := br.Peek(4); err != nil { // the response has begun
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		done <- e.Shutdown(ctx)
+	}()
+	idle.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := idle.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("idle connection during the drain: read %d, %v; want EOF", n, err)
+	}
+	got, err := io.ReadAll(br)
+	if err != nil || len(got) != 4+len(data) || !bytes.Equal(got[4:], data) {
+		t.Errorf("response in flight during the drain: %d bytes, %v; want %d whole", len(got), err, 4+len(data))
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	if n := h.closed.Load(); n != 2 {
+		t.Errorf("Closed called %d times, want 2", n)
+	}
+}
+
+// TestManyIdleConnections: a thousand idle keep-alive connections are
+// all answered again after an idle spell (nothing lost, no buffer held).
+func TestManyIdleConnections(t *testing.T) {
+	h := &lineHandler{}
+	addr, e := startLoop(t, h, nil)
+	conns := make([]net.Conn, 1000)
+	for i := range conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		defer c.Close()
+		conns[i] = c
+	}
+	for round := range 2 {
+		for i, c := range conns {
+			fmt.Fprintf(c, "mem %d\n", 1+i%7)
+		}
+		for i, c := range conns {
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			buf := make([]byte, 1+i%7)
+			if _, err := io.ReadFull(c, buf); err != nil || string(buf) != string(bytes.Repeat([]byte("m"), len(buf))) {
+				t.Fatalf("round %d conn %d: %q, %v", round, i, buf, err)
+			}
+		}
+	}
+	if got := e.Stats().Accepted.Load(); got != int64(len(conns)) {
+		t.Errorf("accepted %d, want %d", got, len(conns))
+	}
+}
