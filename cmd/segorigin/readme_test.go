@@ -11,10 +11,10 @@ import (
 	"testing"
 )
 
-// TestREADMEDocumentsEveryFlag: every flag -h lists appears in README.md as
-// `-name`, for the server and for sign.
-func TestREADMEDocumentsEveryFlag(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestConfigurationDocumentsEveryFlag: every flag -h lists appears in
+// docs/configuration.md as `-name`, for the server and for sign.
+func TestConfigurationDocumentsEveryFlag(t *testing.T) {
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestREADMEDocumentsEveryFlag(t *testing.T) {
 	}
 	for _, m := range names {
 		if !bytes.Contains(readme, []byte("`-"+m[1])) {
-			t.Errorf("README.md does not document -%s", m[1])
+			t.Errorf("docs/configuration.md does not document -%s", m[1])
 		}
 	}
 }
