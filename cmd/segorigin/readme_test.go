@@ -1,40 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"errors"
-	"flag"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 )
-
-// TestConfigurationDocumentsEveryFlag: every flag -h lists appears in
-// docs/configuration.md as `-name`, for the server and for sign.
-func TestConfigurationDocumentsEveryFlag(t *testing.T) {
-	readme, err := os.ReadFile("../../docs/configuration.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var usage bytes.Buffer
-	if _, err := parseFlags([]string{"-h"}, &usage, nil); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("parseFlags(-h) = %v, want flag.ErrHelp", err)
-	}
-	if err := runSign([]string{"-h"}, &usage); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("runSign(-h) = %v, want flag.ErrHelp", err)
-	}
-	names := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(usage.String(), -1)
-	if len(names) < 40 {
-		t.Fatalf("found %d flags in the usage, want the 40 and more there are:\n%s", len(names), usage.String())
-	}
-	for _, m := range names {
-		if !bytes.Contains(readme, []byte("`-"+m[1])) {
-			t.Errorf("docs/configuration.md does not document -%s", m[1])
-		}
-	}
-}
 
 // TestREADMEExamplesRunAsWritten: the servers README.md starts in the
 // background are the binary (go run's child would outlive kill $!), each on
