@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"regexp"
@@ -217,4 +218,31 @@ func duration(t *testing.T, flags map[string]string, name string) time.Duration 
 // envName is the variable that sets flag name, as the binary names it.
 func envName(name string) string {
 	return "SEGORIGIN_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// TestDockerfileFlags: the image's ENTRYPOINT flags and SEGORIGIN_* ENV
+// are the binary's, and the admin port it sets is one the image exposes.
+func TestDockerfileFlags(t *testing.T) {
+	df := readFile(t, "Dockerfile")
+	m := regexp.MustCompile(`(?m)^ENTRYPOINT (\[.*\])$`).FindStringSubmatch(df)
+	if m == nil {
+		t.Fatal("Dockerfile has no ENTRYPOINT [...]")
+	}
+	var entry []string
+	if err := json.Unmarshal([]byte(m[1]), &entry); err != nil || len(entry) < 2 || entry[0] != "/segorigin" {
+		t.Fatalf("Dockerfile ENTRYPOINT %s: want [\"/segorigin\", flags...] (%v)", m[1], err)
+	}
+	var env []string
+	for _, e := range regexp.MustCompile(`(?m)^ENV (SEGORIGIN_\w+=\S+)$`).FindAllStringSubmatch(df, -1) {
+		env = append(env, e[1])
+	}
+	runVersion(t, entry[1:], env)
+	expose := regexp.MustCompile(`(?m)^EXPOSE (.*)$`).FindStringSubmatch(df)
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "SEGORIGIN_ADMIN_LISTEN="); ok {
+			if _, port, _ := strings.Cut(v, ":"); expose == nil || !strings.Contains(" "+expose[1]+" ", " "+port+" ") {
+				t.Errorf("Dockerfile: the admin listener %s is on a port EXPOSE does not list", v)
+			}
+		}
+	}
 }
