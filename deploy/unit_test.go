@@ -51,11 +51,7 @@ func TestSystemdUnit(t *testing.T) {
 	// ExecStart= flags and the SEGORIGIN_* of Environment= itself (an
 	// unknown flag or variable is an error), and -version stops it there.
 	args, env := unitCommand(t, string(unit))
-	cmd := exec.CommandContext(ctx, bin, append(args, "-version")...)
-	cmd.Env = append(testproc.EnvWithout("SEGORIGIN_"), env...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("segorigin with the unit's ExecStart= flags and Environment=: %v\n%s", err, out)
-	}
+	runVersion(t, args, env)
 }
 
 // unitCommand is the unit's ExecStart= arguments after the binary, and its

@@ -2,7 +2,7 @@
 # cold.sh: a library bigger than the server's page cache, on slow storage,
 # under a player-like load plus a cold burst; segorigin with and without
 # read-ahead and the cold-read pool beside nginx with and without
-# "aio threads", in one run. See README.md "Cold storage".
+# "aio threads", in one run. See docs/cold-storage.md.
 #
 #   bash loadtest/cold.sh [-d SECONDS] [-titles N] [-delay 5ms] [-mem 256M]
 #        [-sessions N] [-burst N] [-lib DIR] [-servers LIST] [-o FILE]

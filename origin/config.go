@@ -204,10 +204,10 @@ type BuildInfo struct {
 }
 
 // defaultInlineMax is -inline-max's default, chosen by measurement (see
-// README "Measured").
+// docs/benchmarks.md, "Why -inline-max is 16 KiB").
 const defaultInlineMax = 16 << 10
 
-// DefaultConfig returns the defaults documented in README.md.
+// DefaultConfig returns the defaults documented in docs/configuration.md.
 func DefaultConfig() Config {
 	return Config{
 		Root:                 "fixtures/media",

@@ -1,40 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"errors"
-	"flag"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 )
-
-// TestREADMEDocumentsEveryFlag: every flag -h lists appears in README.md as
-// `-name`, for the server and for sign.
-func TestREADMEDocumentsEveryFlag(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var usage bytes.Buffer
-	if _, err := parseFlags([]string{"-h"}, &usage, nil); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("parseFlags(-h) = %v, want flag.ErrHelp", err)
-	}
-	if err := runSign([]string{"-h"}, &usage); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("runSign(-h) = %v, want flag.ErrHelp", err)
-	}
-	names := regexp.MustCompile(`(?m)^  -([a-z0-9-]+)`).FindAllStringSubmatch(usage.String(), -1)
-	if len(names) < 40 {
-		t.Fatalf("found %d flags in the usage, want the 40 and more there are:\n%s", len(names), usage.String())
-	}
-	for _, m := range names {
-		if !bytes.Contains(readme, []byte("`-"+m[1])) {
-			t.Errorf("README.md does not document -%s", m[1])
-		}
-	}
-}
 
 // TestREADMEExamplesRunAsWritten: the servers README.md starts in the
 // background are the binary (go run's child would outlive kill $!), each on
@@ -91,4 +64,62 @@ func TestNoDesignDocReference(t *testing.T) {
 	} else if !ok || ee.ExitCode() != 1 {
 		t.Fatalf("git grep: %v\n%s", err, out)
 	}
+}
+
+// TestDocsLinksResolve: every relative link in README.md, ARCHITECTURE.md
+// and docs/ names a file of the repository, and every #fragment a heading
+// of the page it points to (GitHub's anchors: lower case, punctuation
+// dropped, spaces as '-').
+func TestDocsLinksResolve(t *testing.T) {
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, "../../README.md", "../../ARCHITECTURE.md")
+	if len(pages) < 10 {
+		t.Fatalf("found %d pages, want README.md, ARCHITECTURE.md and the docs/ pages", len(pages))
+	}
+	fence := regexp.MustCompile("(?s)```.*?```")
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(fence.ReplaceAllString(string(b), ""), -1) {
+			target, frag, _ := strings.Cut(m[1], "#")
+			if strings.Contains(target, "://") {
+				continue
+			}
+			path := page
+			if target != "" {
+				path = filepath.Join(filepath.Dir(page), target)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s links to %s, which does not exist", filepath.Base(page), m[1])
+				continue
+			}
+			if frag != "" && strings.HasSuffix(path, ".md") && !anchors(t, path)[frag] {
+				t.Errorf("%s links to %s: %s has no such heading", filepath.Base(page), m[1], filepath.Base(path))
+			}
+		}
+	}
+}
+
+// anchors are the fragments GitHub gives the headings of a markdown file.
+func anchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := regexp.MustCompile(`[^\p{L}\p{N}_ -]`)
+	out := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if h, ok := strings.CutPrefix(line, "#"); ok {
+			h = strings.TrimSpace(strings.TrimLeft(h, "#"))
+			out[strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(h), ""), " ", "-")] = true
+		}
+	}
+	return out
 }
