@@ -404,14 +404,17 @@ func (ls *loopServer) render(r *loopReq) {
 // pool on a goroutine, and the connection resumes when it is in.
 func (r *loopReq) readyWindow(c *loop.Conn, _ *loop.Part, off, n int64) (int64, bool) {
 	h := r.p.h
-	ok, err := coldread.Resident(h.Fd(), off, n, h.Size)
 	if r.first {
 		r.first = false
-		if err != nil || !ok {
-			return min(n, coldFirstWindow), true
+		if n <= coldFirstWindow {
+			return n, true // beforeBody checked it: no second system call
+		}
+		if ok, err := coldread.Resident(h.Fd(), off, n, h.Size); err != nil || !ok {
+			return coldFirstWindow, true
 		}
 		return n, true
 	}
+	ok, err := coldread.Resident(h.Fd(), off, n, h.Size)
 	if err == nil && ok {
 		return n, true
 	}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -71,6 +72,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		defer alog.Close()
 		opts.cfg.AccessLog = alog
 	}
+	reserveLoopP(&opts.cfg)
 	srv, err := origin.New(opts.cfg)
 	if err != nil {
 		return err
@@ -304,4 +306,20 @@ func openAccessLog(path string) (*accesslog.File, error) {
 		return nil, fmt.Errorf("-access-log: %w", err)
 	}
 	return f, nil
+}
+
+// reserveLoopP gives the loop engine one P more than it has loops, unless
+// the operator set GOMAXPROCS. A loop waits in epoll_wait inside a
+// system call; when no P is idle, the runtime's sysmon takes the P of a
+// thread in a long system call away (and the thread must win one back
+// when epoll_wait returns), and keeps waking every 20 µs to do so. With
+// a P to spare it leaves a waiting loop's P alone and sleeps.
+func reserveLoopP(cfg *origin.Config) {
+	if cfg.Engine != origin.EngineLoop || os.Getenv("GOMAXPROCS") != "" {
+		return
+	}
+	if cfg.Loops == 0 {
+		cfg.Loops = runtime.GOMAXPROCS(0)
+	}
+	runtime.GOMAXPROCS(cfg.Loops + 1)
 }

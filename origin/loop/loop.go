@@ -116,7 +116,15 @@ func (l *loop) run() {
 	defer l.stop()
 	events := make([]unix.EpollEvent, 256)
 	l.now = time.Now().UnixNano()
+	lastYield := l.now
 	for !(l.draining && l.nconn == 0) {
+		if l.now-lastYield > int64(yieldEvery) {
+			// A goroutine that never yields looks stuck to the
+			// runtime's sysmon (system calls do not count), which then
+			// preempts it and takes its P every 10 ms.
+			runtime.Gosched()
+			lastYield = l.now
+		}
 		n, err := unix.EpollWait(l.epfd, events, l.waitMillis())
 		l.now = time.Now().UnixNano()
 		if err != nil && !errors.Is(err, unix.EINTR) {
@@ -197,6 +205,9 @@ func (l *loop) expire() {
 }
 
 var errWriteTimeout = errors.New("loop: write timeout")
+
+// yieldEvery is how often a busy loop yields its P.
+const yieldEvery = 5 * time.Millisecond
 
 // accept takes the pending connections (a bounded batch per wake-up:
 // other loops and connections get their turn).
