@@ -206,6 +206,10 @@ func (l *loop) expire() {
 
 var errWriteTimeout = errors.New("loop: write timeout")
 
+// maxFreeBuffers bounds the read buffers a loop keeps for reuse: enough
+// for its busy connections, not a burst's worth held for ever.
+const maxFreeBuffers = 128
+
 // yieldEvery is how often a busy loop yields its P.
 const yieldEvery = 5 * time.Millisecond
 
@@ -392,7 +396,7 @@ func (l *loop) getBuf() []byte {
 // putBuf keeps a buffer of the pool's size for the next request; a grown
 // one (a large request body) is left to the collector.
 func (l *loop) putBuf(b []byte) {
-	if cap(b) == l.e.cfg.ReadBuffer && len(l.free) < 1024 {
+	if cap(b) == l.e.cfg.ReadBuffer && len(l.free) < maxFreeBuffers {
 		l.free = append(l.free, b[:0])
 	}
 }
