@@ -20,6 +20,7 @@ var (
 	errNotImplemented = errors.New("origin: method not recognised")
 	errVersion        = errors.New("origin: HTTP major version not supported")
 	errFieldName      = errors.New("origin: header field name is not a token")
+	errObsFold        = errors.New("origin: header field line folded (obs-fold)")
 	errPrecondition   = errors.New("origin: precondition failed")
 )
 
@@ -27,7 +28,8 @@ var (
 // place that does so; the error's text never reaches the client.
 func statusFor(err error) int {
 	switch {
-	case errors.Is(err, errBadPath), errors.Is(err, errPathEscapes), errors.Is(err, errFieldName):
+	case errors.Is(err, errBadPath), errors.Is(err, errPathEscapes), errors.Is(err, errFieldName),
+		errors.Is(err, errObsFold):
 		return fasthttp.StatusBadRequest
 	case errors.Is(err, errMethod):
 		return fasthttp.StatusMethodNotAllowed
@@ -86,7 +88,8 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 			s.log.Error("out of file descriptors: shedding the file cache, answering 503",
 				"path", s.loggable(string(ctx.Path())), "err", err, "suppressed", s.emfileLog.Suppressed())
 		}
-	case code == fasthttp.StatusNotImplemented, code == fasthttp.StatusHTTPVersionNotSupported, errors.Is(err, errFieldName):
+	case code == fasthttp.StatusNotImplemented, code == fasthttp.StatusHTTPVersionNotSupported,
+		errors.Is(err, errFieldName), errors.Is(err, errObsFold):
 		// The client's doing, not the server's: counted, and logged at
 		// most once per interval.
 		if s.parseErrLog.Allow() {
