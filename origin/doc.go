@@ -18,7 +18,8 @@
 //	→ auth: strip /t/<token>/, verify a token from path, query, cookie or
 //	  Bearer (401/403)
 //	→ cache.Acquire: fd + size + mtime + ETag (open+fstat only on a miss;
-//	  os.Root keeps symlinks inside the root)
+//	  os.Root keeps symlinks inside the root; a file whose real path has a
+//	  hidden segment is 404 like its name would be)
 //	→ evaluatePreconditions: RFC 9110 §13.2.2 order (412, 304)
 //	→ ranges.ParseInto (GET only, and only if If-Range holds) → 200, 206,
 //	  multipart 206 or 416
