@@ -34,6 +34,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseProxy$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/clientaddr
 	$(GO) test -run='^$$' -fuzz='^FuzzForwarding$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/clientaddr
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/cmcd
+	$(GO) test -run='^$$' -fuzz='^FuzzAppend$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/accesslog
 	$(GO) test -run='^$$' -fuzz='^FuzzParseMedia$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/predict
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSidx$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/predict
 	$(GO) test -run='^$$' -fuzz='^FuzzParseNextRange$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/predict

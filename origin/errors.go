@@ -82,7 +82,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		ctx.Response.Header.Set("Retry-After", "1")
 		if isColdBusy(err) {
 			if s.coldLog.Allow() {
-				s.log.Warn("cold readers saturated: answering 503", "path", string(ctx.Path()), "err", err)
+				s.log.Warn("cold readers saturated: answering 503", "path", s.loggable(string(ctx.Path())), "err", err)
 			}
 		} else if s.emfileLog.Allow() {
 			s.log.Error("out of file descriptors: shedding the file cache, answering 503",
