@@ -92,9 +92,10 @@
 //
 // Every response is timed (segorigin_response_seconds) and, with an access
 // log configured, written as one combined or JSON line (accesslog.go; the
-// formats in origin/accesslog): paths, queries and the Referer pass
-// through the token Redactor of the authorization in force, and the CMCD
-// the player sent (origin/cmcd) is parsed into the line. CMCD is also
+// formats in origin/accesslog): every field a client chooses (method,
+// path, query, proto, Referer, User-Agent, Host, Range, CMCD strings)
+// passes through the token Redactor of the authorization in force, and the
+// CMCD the player sent (origin/cmcd) is parsed into the line. CMCD is also
 // counted by object type and streaming format when the request is read;
 // it is information about the player and never changes an answer.
 // Refusals (bad paths, unparseable requests, auth failures by reason,
