@@ -3,6 +3,7 @@ package origin
 import (
 	"errors"
 	"io/fs"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,6 +58,15 @@ func statusFor(err error) int {
 	return fasthttp.StatusInternalServerError
 }
 
+// retryAfterValues is the range Retry-After is drawn from, in seconds: a
+// burst of clients refused at once should not all come back at once, and
+// the wait stays short (cold readers and descriptors free up in
+// milliseconds to seconds).
+var retryAfterValues = [...]string{"1", "2", "3"}
+
+// retryAfter picks a Retry-After value from r, a uniformly random number.
+func retryAfter(r uint64) string { return retryAfterValues[r%uint64(len(retryAfterValues))] }
+
 // isColdBusy: the cold-read pool refused or timed out the request.
 func isColdBusy(err error) bool {
 	return errors.Is(err, coldread.ErrBusy) || errors.Is(err, coldread.ErrDeadline)
@@ -79,7 +89,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	case code == fasthttp.StatusServiceUnavailable:
 		// RFC 9110 §10.2.3: Retry-After "indicate[s] how long the service
 		// is expected to be unavailable to the client".
-		ctx.Response.Header.Set("Retry-After", "1")
+		ctx.Response.Header.Set("Retry-After", retryAfter(rand.Uint64()))
 		if isColdBusy(err) {
 			if s.coldLog.Allow() {
 				s.log.Warn("cold readers saturated: answering 503", "path", s.loggable(string(ctx.Path())), "err", err)
