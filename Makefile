@@ -30,9 +30,11 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzRedactor$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
 	$(GO) test -run='^$$' -fuzz='^FuzzCleanPath$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/percent
+	$(GO) test -run='^$$' -fuzz='^FuzzObsFold$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg
 	$(GO) test -run='^$$' -fuzz='^FuzzParseProxy$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/clientaddr
 	$(GO) test -run='^$$' -fuzz='^FuzzForwarding$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/clientaddr
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/cmcd
+	$(GO) test -run='^$$' -fuzz='^FuzzAppend$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/accesslog
 	$(GO) test -run='^$$' -fuzz='^FuzzParseMedia$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/predict
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSidx$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/predict
 	$(GO) test -run='^$$' -fuzz='^FuzzParseNextRange$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/predict

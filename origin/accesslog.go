@@ -32,6 +32,7 @@ type accessLog struct {
 // accessScratch is one line's working memory.
 type accessScratch struct {
 	line, path, query, referer, agent, host, client []byte
+	method, proto, rng, text                        []byte
 	entry                                           accesslog.Entry
 	cmcd                                            cmcd.Data
 }
@@ -85,8 +86,6 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64
 	e := &sc.entry
 	*e = accesslog.Entry{
 		Time:     ctx.Time(),
-		Method:   ctx.Method(),
-		Proto:    req.Protocol(),
 		Status:   ctx.Response.StatusCode(),
 		Bytes:    sent,
 		Duration: d,
@@ -103,7 +102,12 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64
 	sc.referer, _ = r.Append(sc.referer[:0], req.Referer())
 	sc.agent, _ = r.Append(sc.agent[:0], req.UserAgent())
 	sc.host, _ = r.Append(sc.host[:0], req.Host())
+	// A client chooses the method and version too: a token's segment
+	// form is a valid method token.
+	sc.method, _ = r.Append(sc.method[:0], ctx.Method())
+	sc.proto, _ = r.Append(sc.proto[:0], req.Protocol())
 	e.Path, e.Query, e.Referer, e.UserAgent, e.Host = sc.path, sc.query, sc.referer, sc.agent, sc.host
+	e.Method, e.Proto = sc.method, sc.proto
 	if info == (token.Info{}) {
 		info = qinfo
 	}
@@ -113,10 +117,15 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64
 	}
 	var rh reqHeaders // one pass for Range and the CMCD headers, not five Peeks
 	rh.scan(req)
-	e.Range = rh.rng
+	sc.rng, _ = r.Append(sc.rng[:0], rh.rng)
+	e.Range = sc.rng
 	sc.cmcd = cmcd.Data{}
 	if present, err := readCMCD(ctx, &rh.cmcd, &sc.cmcd); present {
-		e.CMCD, e.CMCDError = &sc.cmcd, err != nil
+		d := &sc.cmcd
+		for _, v := range []*string{&d.ContentID, &d.SessionID, &d.NextObject, &d.NextRange} {
+			*v = sc.redactString(r, *v)
+		}
+		e.CMCD, e.CMCDError = d, err != nil
 	}
 	sc.line = a.format.Append(sc.line[:0], e)
 	if _, err := a.w.Write(sc.line); err != nil {
@@ -126,6 +135,19 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64
 		}
 	}
 	*e = accesslog.Entry{} // drop references to the request's buffers
+}
+
+// redactString returns v redacted, v itself (no allocation) when
+// redaction leaves it as it is.
+func (sc *accessScratch) redactString(r token.Redactor, v string) string {
+	if v == "" {
+		return v
+	}
+	sc.text, _ = r.Append(sc.text[:0], []byte(v))
+	if string(sc.text) == v {
+		return v
+	}
+	return string(sc.text)
 }
 
 // readCMCD parses the request's CMCD (CTA-5004) from the CMCD query

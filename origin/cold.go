@@ -148,7 +148,7 @@ func (s *Server) loadForRequest(name string, sp ranges.Span) {
 func (s *Server) loadFailed(name string, off int64, err error) {
 	s.stats.Cold.LoadErrs.Add(1)
 	if s.coldLog.Allow() {
-		s.log.Warn("cold read failed", "path", name, "off", off, "err", err)
+		s.log.Warn("cold read failed", "path", s.loggable(name), "off", off, "err", err)
 	}
 }
 

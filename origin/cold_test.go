@@ -205,7 +205,9 @@ func TestColdQueueFullAnswers503(t *testing.T) {
 	}
 	r := ts.get("/v/seg0002.ts", "Range: bytes=0-99")
 	mustStatus(t, r, 503, "cold request with the reader busy and the queue full")
-	mustHeader(t, r, "Retry-After", "1", "503")
+	if ra := r.header("Retry-After"); ra < "1" || ra > "3" || len(ra) != 1 {
+		t.Errorf("503: Retry-After %q, want 1, 2 or 3", ra)
+	}
 	for _, h := range []string{"Content-Range", "ETag", "Last-Modified"} {
 		mustHeader(t, r, h, "", "503")
 	}
@@ -225,7 +227,8 @@ func TestColdQueueFullAnswers503(t *testing.T) {
 // TestColdDeadlineAnswers503: a request that waits past -cold-deadline for
 // a disk that does not answer gets 503, not a hung connection.
 func TestColdDeadlineAnswers503(t *testing.T) {
-	f := coldRig(t, 1, 64<<10)
+	const n = 40
+	f := coldRig(t, n, 64<<10)
 	ts := startServer(t, f.Dir(), func(c *origin.Config) {
 		c.ColdReaders, c.ColdQueue, c.ColdDeadline = 1, 4, time.Millisecond
 		c.ReadAhead.Readers = 0
@@ -233,9 +236,25 @@ func TestColdDeadlineAnswers503(t *testing.T) {
 	})
 	f.Hold()
 	defer f.Open()
-	r := ts.get("/v/seg0000.ts")
-	mustStatus(t, r, 503, "cold request past the deadline")
-	mustHeader(t, r, "Retry-After", "1", "503")
+	// RFC 9110 §10.2.3: Retry-After "indicate[s] how long the user agent
+	// ought to wait before making a follow-up request". Spread over 1-3 s,
+	// so that clients refused together do not all retry together. A
+	// file each: a second request for the one in flight waits on that
+	// read (issue 22, point 7).
+	seen := map[string]int{}
+	for i := range n {
+		r := ts.get(fmt.Sprintf("/v/seg%04d.ts", i))
+		mustStatus(t, r, 503, "cold request past the deadline")
+		seen[r.header("Retry-After")]++
+	}
+	for v := range seen {
+		if v != "1" && v != "2" && v != "3" {
+			t.Errorf("503: Retry-After %q, want 1, 2 or 3 (seconds)", v)
+		}
+	}
+	if len(seen) < 2 {
+		t.Errorf("%d 503s: Retry-After values %v, want them spread over 1-3 s", n, seen)
+	}
 }
 
 // TestResidentSkipsPoolAndLongBodiesGoByWindow: a resident file is sent

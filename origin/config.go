@@ -21,7 +21,8 @@ type Config struct {
 	// FollowSymlinks lets symlinks under Root point outside it.
 	FollowSymlinks bool
 	// ServeDotfiles serves paths with a segment starting with '.' (.env,
-	// .git/config, .well-known/...); without it they are 404.
+	// .git/config, .well-known/...); without it they are 404, and so is a
+	// file reached through a symlink whose real path has such a segment.
 	ServeDotfiles bool
 
 	// AdminPprof adds /debug/pprof/ to the admin handler. Off by default:

@@ -18,7 +18,8 @@
 //	→ auth: strip /t/<token>/, verify a token from path, query, cookie or
 //	  Bearer (401/403)
 //	→ cache.Acquire: fd + size + mtime + ETag (open+fstat only on a miss;
-//	  os.Root keeps symlinks inside the root)
+//	  os.Root keeps symlinks inside the root; a file whose real path has a
+//	  hidden segment is 404 like its name would be)
 //	→ evaluatePreconditions: RFC 9110 §13.2.2 order (412, 304)
 //	→ ranges.ParseInto (GET only, and only if If-Range holds) → 200, 206,
 //	  multipart 206 or 416
@@ -91,9 +92,10 @@
 //
 // Every response is timed (segorigin_response_seconds) and, with an access
 // log configured, written as one combined or JSON line (accesslog.go; the
-// formats in origin/accesslog): paths, queries and the Referer pass
-// through the token Redactor of the authorization in force, and the CMCD
-// the player sent (origin/cmcd) is parsed into the line. CMCD is also
+// formats in origin/accesslog): every field a client chooses (method,
+// path, query, proto, Referer, User-Agent, Host, Range, CMCD strings)
+// passes through the token Redactor of the authorization in force, and the
+// CMCD the player sent (origin/cmcd) is parsed into the line. CMCD is also
 // counted by object type and streaming format when the request is read;
 // it is information about the player and never changes an answer.
 // Refusals (bad paths, unparseable requests, auth failures by reason,

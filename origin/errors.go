@@ -3,6 +3,7 @@ package origin
 import (
 	"errors"
 	"io/fs"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ var (
 	errNotImplemented = errors.New("origin: method not recognised")
 	errVersion        = errors.New("origin: HTTP major version not supported")
 	errFieldName      = errors.New("origin: header field name is not a token")
+	errObsFold        = errors.New("origin: header field line folded (obs-fold)")
 	errPrecondition   = errors.New("origin: precondition failed")
 )
 
@@ -27,7 +29,8 @@ var (
 // place that does so; the error's text never reaches the client.
 func statusFor(err error) int {
 	switch {
-	case errors.Is(err, errBadPath), errors.Is(err, errPathEscapes), errors.Is(err, errFieldName):
+	case errors.Is(err, errBadPath), errors.Is(err, errPathEscapes), errors.Is(err, errFieldName),
+		errors.Is(err, errObsFold):
 		return fasthttp.StatusBadRequest
 	case errors.Is(err, errMethod):
 		return fasthttp.StatusMethodNotAllowed
@@ -55,6 +58,15 @@ func statusFor(err error) int {
 	return fasthttp.StatusInternalServerError
 }
 
+// retryAfterValues is the range Retry-After is drawn from, in seconds: a
+// burst of clients refused at once should not all come back at once, and
+// the wait stays short (cold readers and descriptors free up in
+// milliseconds to seconds).
+var retryAfterValues = [...]string{"1", "2", "3"}
+
+// retryAfter picks a Retry-After value from r, a uniformly random number.
+func retryAfter(r uint64) string { return retryAfterValues[r%uint64(len(retryAfterValues))] }
+
 // isColdBusy: the cold-read pool refused or timed out the request.
 func isColdBusy(err error) bool {
 	return errors.Is(err, coldread.ErrBusy) || errors.Is(err, coldread.ErrDeadline)
@@ -77,16 +89,17 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	case code == fasthttp.StatusServiceUnavailable:
 		// RFC 9110 §10.2.3: Retry-After "indicate[s] how long the service
 		// is expected to be unavailable to the client".
-		ctx.Response.Header.Set("Retry-After", "1")
+		ctx.Response.Header.Set("Retry-After", retryAfter(rand.Uint64()))
 		if isColdBusy(err) {
 			if s.coldLog.Allow() {
-				s.log.Warn("cold readers saturated: answering 503", "path", string(ctx.Path()), "err", err)
+				s.log.Warn("cold readers saturated: answering 503", "path", s.loggable(string(ctx.Path())), "err", err)
 			}
 		} else if s.emfileLog.Allow() {
 			s.log.Error("out of file descriptors: shedding the file cache, answering 503",
 				"path", s.loggable(string(ctx.Path())), "err", err, "suppressed", s.emfileLog.Suppressed())
 		}
-	case code == fasthttp.StatusNotImplemented, code == fasthttp.StatusHTTPVersionNotSupported, errors.Is(err, errFieldName):
+	case code == fasthttp.StatusNotImplemented, code == fasthttp.StatusHTTPVersionNotSupported,
+		errors.Is(err, errFieldName), errors.Is(err, errObsFold):
 		// The client's doing, not the server's: counted, and logged at
 		// most once per interval.
 		if s.parseErrLog.Allow() {

@@ -3,6 +3,8 @@ package origin_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -136,4 +138,47 @@ func TestNegativeCacheBoundedOverTCP(t *testing.T) {
 		t.Errorf("after 40 missing 16 KiB paths: NegativeBytes = %d (entries %d), want 1..%d bytes",
 			st.NegativeBytes, st.NegativeEntries, budget)
 	}
+}
+
+// TestDotfileThroughSymlink: the hidden-segment rule applies to where a
+// symlink resolves, not only to the request's name. A link with a plain
+// name to .env, or into .git, is 404 like the file itself; a link to
+// media is served.
+func TestDotfileThroughSymlink(t *testing.T) {
+	ts := exposureRoot(t, nil)
+	for link, target := range map[string]string{
+		"link-to-dotenv.txt": ".env",
+		"gitdir":             ".git",
+		"hls/up.txt":         "../.env",
+		"hls/index.m3u8":     "ts/master.m3u8",
+	} {
+		if err := os.Symlink(target, filepath.Join(ts.root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := ts.dial()
+	for _, target := range []string{"/link-to-dotenv.txt", "/gitdir/config", "/hls/up.txt"} {
+		for range 2 { // the second answer comes from the negative cache
+			r := c.do("GET", target)
+			mustStatus(t, r, 404, "GET "+target)
+			if strings.Contains(string(r.body), "SECRET") || strings.Contains(string(r.body), "core") {
+				t.Errorf("GET %s: body %q leaks the file", target, r.body)
+			}
+		}
+	}
+	r := c.do("GET", "/hls/index.m3u8")
+	mustStatus(t, r, 200, "GET a link to a media file")
+	mustBody(t, r, []byte("#EXTM3U\n"), "GET /hls/index.m3u8")
+}
+
+// TestServeDotfilesThroughSymlink: with ServeDotfiles, a link to a
+// dotfile is served as the dotfile is.
+func TestServeDotfilesThroughSymlink(t *testing.T) {
+	ts := exposureRoot(t, func(c *origin.Config) { c.ServeDotfiles = true })
+	if err := os.Symlink(".well-known/security.txt", filepath.Join(ts.root, "security.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r := ts.get("/security.txt")
+	mustStatus(t, r, 200, "GET /security.txt with ServeDotfiles")
+	mustBody(t, r, []byte("Contact: x\n"), "GET /security.txt")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
+	"segorigin/internal/httpmsg"
 	"segorigin/ranges"
 )
 
@@ -188,6 +189,11 @@ func checkMessage(h *fasthttp.RequestHeader, rh *reqHeaders) error {
 	// refuses itself.
 	if rh.badFieldName {
 		return errFieldName
+	}
+	// fasthttp joins a folded line into the field above it; the raw block
+	// still holds the fold. See httpmsg.HasObsFold for why it is refused.
+	if httpmsg.HasObsFold(h.RawHeaders()) {
+		return errObsFold
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,8 +68,14 @@ func TestHostileRequests(t *testing.T) {
 		// A body on GET is read and discarded; the next request is answered.
 		{"body on get", "GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "200,200"},
 		{"chunked body on get", "GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "200,200"},
-		// §5.2: obs-fold may be replaced by SP; it must not split requests.
-		{"obs-fold", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX-A: b\r\n c\r\nConnection: close\r\n\r\n", "200"},
+		// RFC 9112 §5.2: a server MUST reject an obs-fold with 400 or
+		// replace it; replacing lets a front end that reads the folded
+		// line as a field of its own disagree about where the message
+		// ends. 400, and the connection closes: the smuggled request,
+		// which is body to that front end, is never answered.
+		{"obs-fold", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX-A: b\r\n c\r\nConnection: close\r\n\r\n", "400"},
+		{"obs-fold content-length", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX: y\r\n Content-Length: " + strconv.Itoa(len(smuggled)) + "\r\n\r\n" + smuggled, "400"},
+		{"obs-fold with a tab", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX: y\r\n\tz\r\n\r\n" + smuggled, "400"},
 		{"no host", "GET /a.txt HTTP/1.1\r\n\r\n", "400"},
 		{"http/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "400"},
 		{"huge url", "GET /" + strings.Repeat("a", 9000) + " HTTP/1.1\r\nHost: t\r\n\r\n", "431"},

@@ -2,8 +2,12 @@ package origin
 
 import (
 	"errors"
-	"segorigin/internal/percent"
+	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
+
+	"segorigin/internal/percent"
 )
 
 // Path errors. Each maps to a status in statusFor.
@@ -12,6 +16,10 @@ var (
 	errPathEscapes = errors.New("origin: request path climbs above the root")
 	errDirPath     = errors.New("origin: request path names a directory")
 	errHiddenPath  = errors.New("origin: request path has a segment starting with '.'")
+	// errHiddenTarget is also fs.ErrNotExist, so that the cache remembers
+	// it as a negative entry: for the client the file is not there.
+	errHiddenTarget = fmt.Errorf("origin: a symlink on the path resolves to a segment starting with '.': %w: %w",
+		errHiddenPath, fs.ErrNotExist)
 )
 
 // cleanPath turns a raw request path (as received, still percent-encoded)
@@ -95,6 +103,19 @@ func namesDirectory(dec []byte) bool {
 // deployment debris, never media, and are 404 unless ServeDotfiles.
 func hiddenSegment(name string) bool {
 	return strings.HasPrefix(name, ".") || strings.Contains(name, "/.")
+}
+
+// hiddenTarget applies hiddenSegment to where a file really is (real, every
+// symlink resolved) rather than to the name it was asked for:
+// "link-to-dotenv.txt -> .env" is as hidden as ".env". root is the media
+// root's own real path. A target outside the root (FollowSymlinks) is
+// hidden when any segment of its absolute path is.
+func hiddenTarget(root, real string) bool {
+	rel, err := filepath.Rel(root, real)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return hiddenSegment(filepath.ToSlash(real))
+	}
+	return rel != "." && hiddenSegment(filepath.ToSlash(rel))
 }
 
 func lastSlash(b []byte) int {

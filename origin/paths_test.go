@@ -75,6 +75,11 @@ func FuzzCleanPath(f *testing.F) {
 				t.Fatalf("cleanPath(%q) = %q: control byte %#x", raw, got, c)
 			}
 		}
+		// A file opened by its cleaned name with no symlink on the way
+		// is hidden exactly when the name is.
+		if h, want := hiddenTarget("/srv/media", "/srv/media/"+got), hiddenSegment(got); h != want {
+			t.Fatalf("hiddenTarget(/srv/media, /srv/media/%s) = %v, hiddenSegment = %v", got, h, want)
+		}
 	})
 }
 
@@ -86,6 +91,31 @@ func TestHiddenSegment(t *testing.T) {
 		if got := hiddenSegment(name); got != want {
 			t.Errorf("hiddenSegment(%q) = %v, want %v", name, got, want)
 		}
+	}
+}
+
+func TestHiddenTarget(t *testing.T) {
+	const root = "/srv/media"
+	tests := []struct {
+		name, real string
+		want       bool
+	}{
+		{"media", "/srv/media/hls/a.ts", false},
+		{"dotfile", "/srv/media/.env", true},
+		{"in a dot-directory", "/srv/media/.git/config", true},
+		{"dot inside a name", "/srv/media/a..b/c.ts", false},
+		{"the root itself", "/srv/media", false},
+		{"outside, plain", "/mnt/store/a.ts", false},
+		{"outside, hidden", "/home/u/.ssh/id_ed25519", true},
+		{"sibling with a shared prefix", "/srv/media2/.env", true},
+		{"parent", "/srv", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := hiddenTarget(root, tt.real); got != tt.want {
+				t.Errorf("hiddenTarget(%q, %q) = %v, want %v", root, tt.real, got, tt.want)
+			}
+		})
 	}
 }
 

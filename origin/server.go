@@ -49,6 +49,10 @@ type Server struct {
 
 	rootDown atomic.Bool // the last CheckRoot failed
 
+	// realRoot is cfg.Root with its own symlinks resolved: what
+	// hiddenTarget measures an opened file's real path against.
+	realRoot string
+
 	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
 
 	emfileLog   rateLimitedLog // "out of file descriptors", once per interval
@@ -83,6 +87,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("origin: root: %w", err)
 	}
 	cfg.Root = abs
+	realRoot, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("origin: root: %w", err)
+	}
 	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("origin: root: %w", err)
@@ -92,7 +100,7 @@ func New(cfg Config) (*Server, error) {
 		root.Close()
 		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
 	}
-	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, root: root, cors: newCORSPolicy(cfg),
+	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, root: root, realRoot: realRoot, cors: newCORSPolicy(cfg),
 		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers)}
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
@@ -276,10 +284,29 @@ func (s *Server) open(name string) (*os.File, error) {
 		s.opens <- struct{}{}
 		defer func() { <-s.opens }()
 	}
+	joined := filepath.Join(s.cfg.Root, filepath.FromSlash(name))
+	var f *os.File
+	var err error
 	if s.cfg.FollowSymlinks {
-		return os.OpenFile(filepath.Join(s.cfg.Root, filepath.FromSlash(name)), flags, 0)
+		f, err = os.OpenFile(joined, flags, 0)
+	} else {
+		f, err = s.root.OpenFile(filepath.FromSlash(name), flags, 0)
 	}
-	return s.root.OpenFile(filepath.FromSlash(name), flags, 0)
+	if err != nil || s.cfg.ServeDotfiles {
+		return f, err
+	}
+	// The route refused a hidden name; a symlink with a plain name may
+	// still lead to one. Checked on the opened file, not the name.
+	real, err := realPath(f, joined)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if hiddenTarget(s.realRoot, real) {
+		f.Close()
+		return nil, errHiddenTarget
+	}
+	return f, nil
 }
 
 func (s *Server) stat(name string) (fs.FileInfo, error) {

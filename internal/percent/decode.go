@@ -10,17 +10,25 @@ func Decode(dst, src []byte) ([]byte, bool) {
 			if i+2 >= len(src) {
 				return dst, false
 			}
-			hi, ok1 := unhex(src[i+1])
-			lo, ok2 := unhex(src[i+2])
-			if !ok1 || !ok2 {
+			v, ok := HexPair(src[i+1], src[i+2])
+			if !ok {
 				return dst, false
 			}
-			c = hi<<4 | lo
+			c = v
 			i += 2
 		}
 		dst = append(dst, c)
 	}
 	return dst, true
+}
+
+// HexPair returns the byte that two hex digits of either case name, for a
+// caller that decodes by its own rules (origin/token keeps a '%' that
+// starts no escape).
+func HexPair(hi, lo byte) (byte, bool) {
+	h, ok1 := unhex(hi)
+	l, ok2 := unhex(lo)
+	return h<<4 | l, ok1 && ok2
 }
 
 func unhex(c byte) (byte, bool) {

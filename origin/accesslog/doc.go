@@ -16,6 +16,10 @@
 // that logrotate can move it away and signal the process (nginx's
 // convention: USR1).
 //
+// Every field a client chooses is cut to a fixed size after escaping
+// (limits.go), so that a combined line stays within [MaxCombinedLine] and a
+// JSON line within [MaxJSONLine] whatever the request.
+//
 // It never redacts (the caller hands it text already cleaned of tokens),
 // never reads the clock or a request, and formats without allocating.
 package accesslog

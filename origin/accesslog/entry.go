@@ -38,7 +38,7 @@ func (f Format) String() string {
 
 // Entry is one response, as logged. Byte slices may alias the request's
 // buffers: they are read only during Append. The JSON field name of each
-// is in its comment.
+// is in its comment; text fields are cut to the caps in limits.go.
 type Entry struct {
 	Time         time.Time     // "time": when the request was read, RFC 3339 with µs, UTC
 	Client       []byte        // "client": the client's address
@@ -75,27 +75,27 @@ func (f Format) Append(dst []byte, e *Entry) []byte {
 //	                    '"$request" $status $body_bytes_sent '
 //	                    '"$http_referer" "$http_user_agent"';
 func appendCombined(dst []byte, e *Entry) []byte {
-	dst = appendEscaped(dst, e.Client, false)
+	dst = appendEscaped(dst, e.Client, false, maxClient)
 	dst = append(dst, " - - ["...)
 	dst = e.Time.AppendFormat(dst, "02/Jan/2006:15:04:05 -0700")
 	dst = append(dst, "] \""...)
-	dst = appendEscaped(dst, e.Method, false)
+	dst = appendEscaped(dst, e.Method, false, maxMethod)
 	dst = append(dst, ' ')
-	dst = appendEscaped(dst, e.Path, false)
+	dst = appendEscaped(dst, e.Path, false, maxPath)
 	if len(e.Query) > 0 {
 		dst = append(dst, '?')
-		dst = appendEscaped(dst, e.Query, false)
+		dst = appendEscaped(dst, e.Query, false, maxQuery)
 	}
 	dst = append(dst, ' ')
-	dst = appendEscaped(dst, e.Proto, false)
+	dst = appendEscaped(dst, e.Proto, false, maxProto)
 	dst = append(dst, "\" "...)
 	dst = strconv.AppendInt(dst, int64(e.Status), 10)
 	dst = append(dst, ' ')
 	dst = strconv.AppendInt(dst, e.Bytes, 10)
 	dst = append(dst, " \""...)
-	dst = appendEscaped(dst, e.Referer, true)
+	dst = appendEscaped(dst, e.Referer, true, maxReferer)
 	dst = append(dst, "\" \""...)
-	dst = appendEscaped(dst, e.UserAgent, true)
+	dst = appendEscaped(dst, e.UserAgent, true, maxUserAgent)
 	return append(dst, "\"\n"...)
 }
 
@@ -104,7 +104,9 @@ func appendCombined(dst []byte, e *Entry) []byte {
 // every byte above 0x7e) so that a redaction mark or a non-ASCII file name
 // stays readable; invalid UTF-8 is escaped byte by byte. dash writes "-"
 // for an empty value, as nginx does for an absent header.
-func appendEscaped(dst, b []byte, dash bool) []byte {
+//
+// The output is cut at limit bytes (see limits.go).
+func appendEscaped(dst, b []byte, dash bool, limit int) []byte {
 	if len(b) == 0 {
 		if dash {
 			return append(dst, '-')
@@ -112,22 +114,28 @@ func appendEscaped(dst, b []byte, dash bool) []byte {
 		return dst
 	}
 	const hex = "0123456789ABCDEF"
+	fc := newFieldCut(dst, limit)
 	for i := 0; i < len(b); {
+		fc.mark(dst)
 		c := b[i]
+		n := 1
 		if c >= utf8.RuneSelf {
-			r, n := utf8.DecodeRune(b[i:])
-			if r != utf8.RuneError || n > 1 {
-				dst = append(dst, b[i:i+n]...)
-				i += n
-				continue
+			if r, size := utf8.DecodeRune(b[i:]); r != utf8.RuneError || size > 1 {
+				n = size
 			}
 		}
-		if c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+		switch {
+		case n > 1:
+			dst = append(dst, b[i:i+n]...)
+		case c < 0x20 || c == '"' || c == '\\' || c >= 0x7f:
 			dst = append(dst, '\\', 'x', hex[c>>4], hex[c&0xf])
-		} else {
+		default:
 			dst = append(dst, c)
 		}
-		i++
+		i += n
+		if fc.over(dst) {
+			return fc.cut(dst)
+		}
 	}
 	return dst
 }

@@ -16,24 +16,24 @@ func appendJSON(dst []byte, e *Entry) []byte {
 	dst = append(dst, `{"time":"`...)
 	dst = e.Time.UTC().AppendFormat(dst, "2006-01-02T15:04:05.000000Z07:00")
 	dst = append(dst, '"')
-	dst = appendField(dst, "client", e.Client)
-	dst = appendField(dst, "method", e.Method)
-	dst = appendField(dst, "path", e.Path)
-	dst = appendField(dst, "query", e.Query)
-	dst = appendField(dst, "proto", e.Proto)
-	dst = appendField(dst, "host", e.Host)
+	dst = appendField(dst, "client", e.Client, maxClient)
+	dst = appendField(dst, "method", e.Method, maxMethod)
+	dst = appendField(dst, "path", e.Path, maxPath)
+	dst = appendField(dst, "query", e.Query, maxQuery)
+	dst = appendField(dst, "proto", e.Proto, maxProto)
+	dst = appendField(dst, "host", e.Host, maxHost)
 	dst = append(dst, `,"status":`...)
 	dst = strconv.AppendInt(dst, int64(e.Status), 10)
 	dst = append(dst, `,"bytes":`...)
 	dst = strconv.AppendInt(dst, e.Bytes, 10)
-	dst = appendField(dst, "range", e.Range)
+	dst = appendField(dst, "range", e.Range, maxRange)
 	dst = append(dst, `,"duration":`...)
 	dst = appendSeconds(dst, e.Duration)
-	dst = appendStringField(dst, "via", e.Via)
-	dst = appendStringField(dst, "cache", e.Cache)
-	dst = appendField(dst, "referer", e.Referer)
-	dst = appendField(dst, "user_agent", e.UserAgent)
-	dst = appendStringField(dst, "token_kid", e.TokenKeyID)
+	dst = appendField(dst, "via", e.Via, maxShort)
+	dst = appendField(dst, "cache", e.Cache, maxShort)
+	dst = appendField(dst, "referer", e.Referer, maxReferer)
+	dst = appendField(dst, "user_agent", e.UserAgent, maxUserAgent)
+	dst = appendField(dst, "token_kid", e.TokenKeyID, maxShort)
 	dst = append(dst, `,"token_exp":`...)
 	if isDigits(e.TokenExpires) {
 		dst = append(dst, e.TokenExpires...)
@@ -66,14 +66,9 @@ func appendSeconds(dst []byte, d time.Duration) []byte {
 	return strconv.AppendFloat(dst, d.Seconds(), 'f', 6, 64)
 }
 
-func appendField(dst []byte, name string, v []byte) []byte {
+func appendField[T string | []byte](dst []byte, name string, v T, limit int) []byte {
 	dst = append(append(append(dst, ",\""...), name...), "\":"...)
-	return appendJSONString(dst, v)
-}
-
-func appendStringField(dst []byte, name, v string) []byte {
-	dst = append(append(append(dst, ",\""...), name...), "\":"...)
-	return appendJSONString(dst, v)
+	return appendJSONString(dst, v, limit)
 }
 
 // appendCMCD writes the keys d holds as one object, each with its
@@ -118,16 +113,18 @@ func appendCMCD(dst []byte, d *cmcd.Data) []byte {
 		}
 	}
 	for _, f := range [...]struct {
-		k cmcd.Key
-		v string
+		k     cmcd.Key
+		v     string
+		limit int
 	}{
-		{cmcd.KeyCID, d.ContentID}, {cmcd.KeySID, d.SessionID}, {cmcd.KeyNOR, d.NextObject},
-		{cmcd.KeyNRR, d.NextRange}, {cmcd.KeyOT, d.ObjectType.String()},
-		{cmcd.KeySF, d.StreamingFormat.String()}, {cmcd.KeyST, d.StreamType.String()},
+		{cmcd.KeyCID, d.ContentID, maxCMCDID}, {cmcd.KeySID, d.SessionID, maxCMCDID},
+		{cmcd.KeyNOR, d.NextObject, maxCMCDNext}, {cmcd.KeyNRR, d.NextRange, maxCMCDNext},
+		{cmcd.KeyOT, d.ObjectType.String(), maxShort},
+		{cmcd.KeySF, d.StreamingFormat.String(), maxShort}, {cmcd.KeyST, d.StreamType.String(), maxShort},
 	} {
 		if d.Has(f.k) {
 			key(f.k)
-			dst = appendJSONString(dst, f.v)
+			dst = appendJSONString(dst, f.v, f.limit)
 		}
 	}
 	return append(dst, '}')
@@ -135,11 +132,14 @@ func appendCMCD(dst []byte, d *cmcd.Data) []byte {
 
 // appendJSONString writes s as a JSON string (RFC 8259 §7): '"', '\\' and
 // control bytes escaped, invalid UTF-8 as U+FFFD, and U+2028/U+2029
-// escaped as encoding/json does, so a line is safe for JavaScript too.
-func appendJSONString[T string | []byte](dst []byte, s T) []byte {
+// escaped as encoding/json does, so a line is safe for JavaScript too. The
+// string's content is cut at limit bytes (see limits.go).
+func appendJSONString[T string | []byte](dst []byte, s T, limit int) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
+	fc := newFieldCut(dst, limit)
 	for i := 0; i < len(s); {
+		fc.mark(dst)
 		c := s[i]
 		if c < utf8.RuneSelf {
 			switch {
@@ -157,18 +157,22 @@ func appendJSONString[T string | []byte](dst []byte, s T) []byte {
 				dst = append(dst, c)
 			}
 			i++
-			continue
+		} else {
+			r, n := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+			switch {
+			case r == utf8.RuneError && n == 1:
+				dst = append(dst, `\ufffd`...)
+			case r == '\u2028' || r == '\u2029':
+				dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			default:
+				dst = append(dst, s[i:i+n]...)
+			}
+			i += n
 		}
-		r, n := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
-		switch {
-		case r == utf8.RuneError && n == 1:
-			dst = append(dst, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			dst = append(dst, s[i:i+n]...)
+		if fc.over(dst) {
+			dst = fc.cut(dst)
+			break
 		}
-		i += n
 	}
 	return append(dst, '"')
 }

@@ -100,7 +100,7 @@
 // A token is a credential until it expires: whoever reads it can replay
 // it. A Redactor hides every token a request target, Referer, cookie
 // list or echoed request may hold (the path carrier becomes /t/…/,
-// carrier parameters and hmac= fields keep only their name), and
-// returns the kid and exp of the first one, which is what an operator
-// debugging a refusal needs.
+// carrier parameters and hmac= fields keep only their name), in the text
+// as sent and in its percent-decoded form, and returns the kid and exp of
+// the first one, which is what an operator debugging a refusal needs.
 package token

@@ -11,10 +11,10 @@ import (
 // in the output more often than the surrounding text itself holds them.
 // The carrier forms are those that start at a delimiter (a path carrier
 // anywhere; a parameter after '?', '&', ';' or a space), as requests,
-// Referers and cookie lists put them.
+// Referers and cookie lists put them, plain or percent-encoded.
 func FuzzRedactor(f *testing.F) {
 	for _, s := range [][2]string{{"GET ", " HTTP/1.1"}, {"", ""}, {"https://x.example", "#frag"}, {"a=b;", ";c=d"}, {"\"", "\\"}, {"/t", ""}, {"/t/t", "x"}} {
-		for form := range uint8(5) {
+		for form := range uint8(9) {
 			f.Add(s[0], s[1], form)
 		}
 	}
@@ -23,7 +23,7 @@ func FuzzRedactor(f *testing.F) {
 	seg := PathSegment(opensslToken)
 	f.Fuzz(func(t *testing.T, before, after string, form uint8) {
 		var carried string
-		switch form % 5 {
+		switch form % 9 {
 		case 0:
 			carried = "/t/" + seg + "/vod/title42/seg1.ts"
 		case 1:
@@ -34,6 +34,16 @@ func FuzzRedactor(f *testing.F) {
 			carried = " segorigin_token=" + seg
 		case 4:
 			carried = "~" + opensslToken[strings.LastIndex(opensslToken, "hmac="):]
+		// Percent-encoded, as a client or a player's URL builder may
+		// send it: under any name, twice over, the carrier itself.
+		case 5:
+			carried = "?x=" + url.QueryEscape(opensslToken)
+		case 6:
+			carried = "&h=" + url.QueryEscape(url.QueryEscape(opensslToken))
+		case 7:
+			carried = "/%74/" + seg + "/a.ts"
+		case 8:
+			carried = "?CMCD=" + url.QueryEscape(`sid="`+opensslToken+`"`)
 		}
 		out := r.String(before + carried + after)
 		for _, secret := range []string{mac, seg} {

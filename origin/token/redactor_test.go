@@ -2,6 +2,7 @@ package token
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,15 @@ func TestRedactor(t *testing.T) {
 		{"forged segment still redacted", "/t/AAAA/x", "/t/…/x", Info{}},
 		{"prefix alone", "/t/", "/t/", Info{}},
 		{"no carrier", "/hls/ts/seg1.ts?CMCD=br%3D3200", "/hls/ts/seg1.ts?CMCD=br%3D3200", Info{}},
+		// Decided on the decoded form; what stays is the text as sent.
+		{"encoded token, other name", "/a.ts?TOKEN=" + url.QueryEscape(opensslToken) + "&y=2", "/a.ts?TOKEN=" + url.QueryEscape(opensslToken[:strings.Index(opensslToken, "hmac=")+5]) + "…&y=2", Info{}},
+		{"encoded hmac under any name", "/a.ts?h=hmac%3D" + strings.Repeat("ab", 32), "/a.ts?h=hmac%3D…", Info{}},
+		{"double-encoded hmac", "/a.ts?x=a%257Ehmac%253D" + strings.Repeat("ab", 32) + "&y", "/a.ts?x=a%257Ehmac%253D…&y", Info{}},
+		{"hex digits encoded", "~hmac=%61%62" + strings.Repeat("ab", 31), "~hmac=…", Info{}},
+		{"encoded path carrier", "/%74/" + seg + "/a.ts", "/%74/…/a.ts", info},
+		{"encoded segment", "/t/" + seg[:10] + "%" + strconv.FormatInt(int64(seg[10]), 16) + seg[11:] + "/a.ts", "/t/…/a.ts", Info{}},
+		{"cmcd query", "/a.ts?CMCD=sid%3D%22" + url.QueryEscape(opensslToken) + "%22", "/a.ts?CMCD=sid%3D%22" + url.QueryEscape(opensslToken[:strings.Index(opensslToken, "hmac=")+5]) + "…%22", Info{}},
+		{"stray percent kept", "/a%zz.ts?q=100%", "/a%zz.ts?q=100%", Info{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +64,7 @@ func TestRedactorZero(t *testing.T) {
 // TestRedactorAllocs: text without a token costs no allocation.
 func TestRedactorAllocs(t *testing.T) {
 	r := NewRedactor("t", "token", "segorigin_token", "md5")
-	text := []byte("/hls/ts/seg1.ts?CMCD=br%3D3200&x=1")
+	text := []byte("/hls/ts/seg1.ts?CMCD=br%3D3200%2Cbl%3D21300%2Csid%3D%226e2fb550%22&x=1")
 	buf := make([]byte, 0, 256)
 	if n := testing.AllocsPerRun(100, func() { buf, _ = r.Append(buf[:0], text) }); n != 0 {
 		t.Errorf("Append(%q): %v allocations, want 0", text, n)
