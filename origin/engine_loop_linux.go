@@ -202,6 +202,7 @@ func (ls *loopServer) Data(c *loop.Conn, in []byte, full bool) int {
 	err := ctx.Request.Header.Read(r.br)
 	switch {
 	case err == nil:
+		persistLaterMinor(&ctx.Request.Header)
 		err = ls.readBody(r, st, len(in), full)
 	case errors.Is(err, io.EOF) && !full:
 		// Only the buffer ends here (the reader over it says EOF): the

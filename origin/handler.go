@@ -198,6 +198,22 @@ func checkMessage(h *fasthttp.RequestHeader, rh *reqHeaders) error {
 	return nil
 }
 
+// persistLaterMinor undoes fasthttp's close for a later minor version of
+// HTTP/1. fasthttp takes every version but HTTP/1.1 for HTTP/1.0, whose
+// connections close unless the client asks to keep them; RFC 9110 §2.5
+// serves a later minor version as HTTP/1.1, persistent unless the client
+// sent "close" (RFC 9112 §9.3). A chunked request keeps the close
+// fasthttp decided (it also stands for Transfer-Encoding beside
+// Content-Length). Both engines call it as soon as the header is parsed,
+// before the connection's fate is read from it.
+func persistLaterMinor(h *fasthttp.RequestHeader) {
+	p := h.Protocol()
+	if len(p) == len("HTTP/1.1") && string(p[:len("HTTP/1.")]) == "HTTP/1." && p[len("HTTP/1.")] >= '2' &&
+		h.ConnectionClose() && h.ContentLength() != -1 && !httpmsg.AsksClose(h.RawHeaders()) {
+		h.ResetConnectionClose()
+	}
+}
+
 // isKnownMethod reports whether m is a method RFC 9110 §9.3 (or PATCH,
 // RFC 5789) defines that this server recognises but does not allow on any
 // resource: those get 405, any other method 501.

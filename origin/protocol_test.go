@@ -2,6 +2,7 @@ package origin_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -219,5 +220,27 @@ func TestRunCancelledAtOnce(t *testing.T) {
 			t.Fatalf("try %d: Run with a done context has not returned after 10s", i)
 		}
 		srv.Close()
+	}
+}
+
+// TestHTTP12KeepsConnection: a later minor version of HTTP/1 is served as
+// HTTP/1.1 (RFC 9110 §2.5), so its connection persists unless the client
+// sent "close" (RFC 9112 §9.3): a request pipelined behind an HTTP/1.2 one
+// is answered, on both engines.
+func TestHTTP12KeepsConnection(t *testing.T) {
+	for _, engine := range []origin.Engine{origin.EngineLoop, origin.EngineFastHTTP} {
+		t.Run(string(engine), func(t *testing.T) {
+			ts := startServer(t, "", func(c *origin.Config) { c.Engine = engine })
+			writeFile(t, ts.root, "a.txt", "AAAA")
+			c := ts.dial()
+			io.WriteString(c.conn, "GET /a.txt HTTP/1.2\r\nHost: t\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+			for i := range 2 {
+				mustBody(t, c.read("GET"), []byte("AAAA"), fmt.Sprintf("response %d", i))
+			}
+			_, c2 := rawRequest(t, ts, "GET /a.txt HTTP/1.2\r\nHost: t\r\nConnection: close\r\n\r\n")
+			if !closedByServer(c2) {
+				t.Error("HTTP/1.2 with Connection: close: the connection stayed open")
+			}
+		})
 	}
 }

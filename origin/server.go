@@ -260,10 +260,14 @@ func (s *Server) newFastHTTP() *fasthttp.Server {
 		MaxRequestBodySize:            64 << 10,
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,
-		ReduceMemoryUsage:             false,
+		ReduceMemoryUsage:             true,
 		CloseOnShutdown:               true,
 		Logger:                        fasthttpLogger{s},
 		ErrorHandler:                  s.handleParseError,
+		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+			persistLaterMinor(h)
+			return fasthttp.RequestConfig{} // the server's limits
+		},
 		// MaxConnsPerIP stays 0: fasthttp would wrap each connection and
 		// hide the *net.TCPConn the sendfile path needs. Our listener
 		// enforces per-IP limits instead.
