@@ -5,6 +5,19 @@
 // MSG_MORE header, sendfile and copy, HTTPS, certificates, the kTLS
 // hand-over) are origin/conn's; the admin endpoints are origin/admin's.
 //
+// # Engines
+//
+// The handler makes a plan of each request (handler.go): status and
+// fields in fasthttp's Response, a file body as handle, spans and
+// multipart framing. Two engines render plans: fasthttp's server (HTTPS,
+// and plain HTTP with -engine fasthttp), through the body stream below;
+// and the event loops of origin/loop (plain HTTP, the default on Linux),
+// through engine_loop_linux.go, which parses requests with fasthttp's
+// RequestHeader, makes the plan on the loop with noBlock (cache hits only,
+// a resident first window) and on a goroutine when it would block, and
+// sends it as a loop.Response (sendmsg of header and inline body, or
+// MSG_MORE header then sendfile per span).
+//
 // # Request path
 //
 //	accept (origin/conn: Gate → *conn.TCP, connection limits; HTTPS:
@@ -106,7 +119,8 @@
 //
 // # What it never does
 //
-// It never lists directories, never compresses (media is compressed
+// It never lets a loop thread wait on storage, never lists directories,
+// never compresses (media is compressed
 // already and Range must address the stored bytes), never hijacks a
 // connection, never lets an error's text reach a client, and never uses
 // fasthttp's MaxConnsPerIP (its connection wrapper would hide the TCP
