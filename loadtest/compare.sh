@@ -42,7 +42,7 @@ usage: bash loadtest/compare.sh [options]
                     and W3's files with the server's own validator: 304)
   -servers LIST     comma-separated segorigin,nginx,nethttp,fasthttpfs (all), or
                     segorigin-nocache (-cache-files 0), segorigin-noinline (-inline-max 0),
-                    segorigin-nocold (-cold-readers 0)
+                    segorigin-nocold (-cold-readers 0), segorigin-fasthttp (-engine fasthttp)
   -dir DIR          workload files: used if present, generated there if not
                     (default: a temporary directory, removed at the end)
   -t THREADS        wrk threads (2)
@@ -108,29 +108,20 @@ IFS=, read -r -a WL <<<"$(echo "$WORKLOADS" | tr '[:lower:]' '[:upper:]')"
 IFS=, read -r -a SV <<<"$SERVERS"
 for w in "${WL[@]}"; do [[ $w =~ ^W[1-6]$ ]] || lt_die "unknown workload $w"; done
 for s in "${SV[@]}"; do
-  case $s in segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
+  case $s in segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
 done
 
 tools=(go wrk curl)
-CLIENT_PIN=()
+LT_CLIENT_PIN=()
 if ((PIN)); then
-  (($(nproc) >= 2)) || lt_die "-pin needs 2 CPUs"
   tools+=(taskset)
-  export LT_SERVER_PIN="taskset -c 0" LT_NGINX_WORKERS=1
-  CLIENT_PIN=(taskset -c 1)
+  lt_pin
 fi
 [[ ,$SERVERS, == *,nginx,* ]] && tools+=(nginx)
 lt_need_tools "${tools[@]}"
 
-WORK=$(mktemp -d /tmp/segorigin-compare.XXXXXX)
-chmod 755 "$WORK"
-trap 'lt_cleanup; rm -rf "$WORK"' EXIT
-trap 'exit 130' INT TERM
-if [ -z "$DIR" ]; then
-  DIR=$WORK/data
-fi
-mkdir -p "$DIR"
-DIR=$(cd "$DIR" && pwd)
+lt_setup compare "$DIR"
+WORK=$LT_WORK DIR=$LT_DIR
 
 echo "building into $WORK/bin ..." >&2
 lt_build "$WORK/bin"
@@ -145,17 +136,15 @@ LOGS=$WORK/logs
 mkdir -p "$LOGS"
 
 # wrk_run ADDR W SECONDS CHECKED LOG : one wrk run; prints its RESULT line
-# with client_ms= added: wrk's own CPU time (utime+stime), read as the
-# children's time of the shell that waited for it (/proc/PID/stat 16, 17).
+# with client_ms= added: wrk's own CPU time (lt_ticks).
 wrk_run() {
   local addr=$1 w=$2 secs=$3 checked=$4 log=$5 script
   script=$LT_REPO/loadtest/wrk/$(echo "$w" | tr W w).lua
   local env=(env -u WRK_NOCHECK)
   [ "$checked" = 1 ] || env=(env WRK_NOCHECK=1)
   local ticks
-  # shellcheck disable=SC2046,SC2016
-  ticks=$(bash -c 'log=$1; shift; "$@" >"$log" 2>&1; read -r rest </proc/$$/stat; rest=${rest##*) }; read -r -a f <<<"$rest"; echo $((f[13] + f[14]))' _ \
-    "$log" "${env[@]}" "${CLIENT_PIN[@]}" timeout $((secs + 30)) wrk -t"$THREADS" -c"$CONNS" -d"${secs}s" --latency \
+  # shellcheck disable=SC2046
+  ticks=$(lt_ticks "$log" "${env[@]}" "${LT_CLIENT_PIN[@]}" timeout $((secs + 30)) wrk -t"$THREADS" -c"$CONNS" -d"${secs}s" --latency \
     -s "$script" "http://$addr" -- $(lt_wrk_args "$DIR" "$w")) || true
   local res
   res=$(grep "^RESULT" "$log" | tail -1) || res="RESULT failed=1 unexpected=1"
@@ -210,11 +199,7 @@ measure() {
 }
 
 for ((round = 1; round <= ROUNDS; round++)); do
-  order=("${SV[@]}")
-  if ((round % 2 == 0)); then
-    order=()
-    for ((i = ${#SV[@]} - 1; i >= 0; i--)); do order+=("${SV[i]}"); done
-  fi
+  read -r -a order <<<"$(lt_order "$round" "${SV[@]}")"
   echo "round $round/$ROUNDS: ${order[*]}" >&2
   for srv in "${order[@]}"; do
     lt_start "$srv" "$WORK/bin" "$DIR" "$WORK/run-$round-$srv"

@@ -51,14 +51,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
     for ((i = ${#names[@]} - 1; i >= 0; i--)); do order+=("${names[$i]}"); done
   fi
   for name in "${order[@]}"; do
-    start_name=$name
-    SEGORIGIN_FLAGS="${SEGORIGIN_FLAGS_BASE:-}"
-    if [ "$name" = segorigin-fasthttp ]; then
-      start_name=segorigin
-      SEGORIGIN_FLAGS="$SEGORIGIN_FLAGS -engine fasthttp"
-    fi
-    # lt_start reads it here; never exported (the binary would take SEGORIGIN_FLAGS for a flag).
-    lt_start "$start_name" "$BIN" "$WORK/media" "$WORK/$name"
+    lt_start "$name" "$BIN" "$WORK/media" "$WORK/$name"
     pid=$LT_PID
     curl -sf -o /dev/null "http://$LT_ADDR/w4/p00.m3u8" || lt_die "$name: first request failed"
     sleep 1

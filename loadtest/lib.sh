@@ -67,6 +67,49 @@ lt_build() {
     go build -o "$out/gensynth" ./fixtures/gensynth) || lt_die "build failed"
 }
 
+# lt_setup NAME DIR : a work directory /tmp/segorigin-NAME.XXXXXX in
+# LT_WORK, removed on exit after every server started is stopped; the
+# workload files' directory in LT_DIR: DIR, or LT_WORK/data if DIR is
+# empty, created and made absolute.
+lt_setup() {
+  LT_WORK=$(mktemp -d "/tmp/segorigin-$1.XXXXXX")
+  chmod 755 "$LT_WORK"
+  trap 'lt_cleanup; rm -rf "$LT_WORK"' EXIT
+  trap 'exit 130' INT TERM
+  LT_DIR=${2:-$LT_WORK/data}
+  mkdir -p "$LT_DIR"
+  LT_DIR=$(cd "$LT_DIR" && pwd)
+}
+
+# lt_pin : for -pin: servers on CPU 0 (nginx with one worker), the client
+# on CPU 1 through the command prefix in LT_CLIENT_PIN. Needs taskset.
+lt_pin() {
+  (($(nproc) >= 2)) || lt_die "-pin needs 2 CPUs"
+  export LT_SERVER_PIN="taskset -c 0" LT_NGINX_WORKERS=1
+  LT_CLIENT_PIN=(taskset -c 1)
+}
+
+# lt_order ROUND NAME... : the names, reversed in even rounds.
+lt_order() {
+  local round=$1 i
+  shift
+  if ((round % 2)); then
+    echo "$@"
+    return
+  fi
+  local names=("$@") rev=()
+  for ((i = ${#names[@]} - 1; i >= 0; i--)); do rev+=("${names[i]}"); done
+  echo "${rev[@]}"
+}
+
+# lt_ticks LOG CMD... : runs CMD with its output in LOG and prints the CPU
+# time it used (utime+stime, clock ticks), read as the children's time of
+# the shell that waited for it (/proc/PID/stat fields 16 and 17).
+lt_ticks() {
+  # shellcheck disable=SC2016
+  bash -c 'log=$1; shift; "$@" >"$log" 2>&1; read -r rest </proc/$$/stat; rest=${rest##*) }; read -r -a f <<<"$rest"; echo $((f[13] + f[14]))' _ "$@"
+}
+
 # lt_generate BINDIR DIR W... : writes the workloads' files below DIR unless
 # they are there already (W5 uses W1's files and W4's playlists).
 lt_generate() {
@@ -232,14 +275,15 @@ lt_free_port() {
 }
 
 # lt_start NAME BINDIR ROOT WORKDIR : starts server NAME (segorigin,
-# segorigin-nocache, segorigin-noinline, segorigin-nocold, nginx, nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
+# segorigin-nocache, segorigin-noinline, segorigin-nocold,
+# segorigin-fasthttp, nginx, nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
 # caller may prefix the command with a wrapper in LT_WRAP (e.g. strace).
 lt_start() {
   local name=$1 bin=$2 root=$3 work=$4
   mkdir -p "$work"
   LT_ADDR="" LT_PID=""
   case $name in
-  segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | nethttp | fasthttpfs)
+  segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | nethttp | fasthttpfs)
     local extra=() exe=$name
     if [[ $name == segorigin* ]] && [ -n "${SEGORIGIN_FLAGS:-}" ]; then
       read -r -a extra <<<"$SEGORIGIN_FLAGS"
@@ -255,6 +299,10 @@ lt_start() {
     if [ "$name" = segorigin-nocold ]; then # no residency check or cold pool, to show what they cost on hits
       exe=segorigin
       extra+=(-cold-readers 0)
+    fi
+    if [ "$name" = segorigin-fasthttp ]; then # a goroutine per connection instead of the event loops
+      exe=segorigin
+      extra+=(-engine fasthttp)
     fi
     : >"$work/$name.log"
     ${LT_WRAP:-} ${LT_SERVER_PIN:-} "$bin/$exe" -root "$root" -listen 127.0.0.1:0 "${extra[@]}" 2>"$work/$name.log" &

@@ -1,7 +1,7 @@
 package loadtest_test
 
-// Smoke tests: each wrk script, the load client, compare.sh and
-// syscalls.sh run for a second or two against the real server binary built
+// Smoke tests: each wrk script, the load client, compare.sh, players.sh
+// and syscalls.sh run for a second or two against the real server binary built
 // from ./cmd/segorigin, on a small generated set, so that none of them can
 // rot. The long runs are the scripts' own defaults, run by hand.
 
@@ -262,6 +262,30 @@ func TestSmoke(t *testing.T) {
 				if row[1] == "0" || row[2] != "0" {
 					t.Errorf("compare.sh: %s row %q: want req/s > 0 and 0 unexpected (W6: every answer 304)", srv, row[0])
 				}
+			}
+		}
+	})
+
+	t.Run("players.sh", func(t *testing.T) {
+		outFile := filepath.Join(t.TempDir(), "players.txt")
+		out, err := run(t, 120*time.Second, []string{"SEGORIGIN_BIN=" + server}, "bash", "loadtest/players.sh",
+			"-sessions", "8", "-bitrate", "4Mbit", "-d", "2", "-rounds", "1", "-dir", data, "-o", outFile)
+		if err != nil {
+			t.Fatalf("players.sh: %v\n%s", err, out)
+		}
+		table, err := os.ReadFile(outFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, srv := range []string{"segorigin", "segorigin-fasthttp", "nginx"} {
+			// server, MiB/s, GiB, cpu s, cpu s/GiB, ttfb p50, ttfb p99, fetch p99, client cpu s, errors, ratios
+			row := regexp.MustCompile(`(?m)^` + srv + ` +([0-9.]+) +(?:[0-9.]+ +){7}([0-9]+) +[0-9.-]+ +[0-9.-]+$`).FindStringSubmatch(string(table))
+			if row == nil {
+				t.Fatalf("players.sh: no row for %s in:\n%s", srv, table)
+			}
+			// 8 players at 4 Mbit/s: 3.8 MiB/s in all once every one has begun.
+			if mibps, _ := strconv.ParseFloat(row[1], 64); mibps <= 0 || mibps > 4 || row[2] != "0" {
+				t.Errorf("players.sh: %s row %q: want 0 < MiB/s <= 4 (the cap) and 0 errors", srv, row[0])
 			}
 		}
 	})

@@ -10,6 +10,7 @@
 //	go run ./loadtest/client -url ... -hls /w4/p00.m3u8 -rate 0.5 -sessions 100
 //	go run ./loadtest/client -url ... -hls /hls/byterange/master.m3u8 -verify root -root fixtures/media
 //	go run ./loadtest/client -url ... -workload W3 -sessions 1 -requests 1000 -q
+//	go run ./loadtest/client -url ... -workload W1 -sessions 2000 -bitrate 2Mbit -duration 60s
 //
 // It prints a progress line a second on stderr and the result on stdout,
 // ending with a "RESULT key=value ..." line; it exits 1 if any request
@@ -67,6 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (load.Config, error) {
 		prefix       string
 		count        int
 		size, span   byteSize
+		rate         bitrate
 		verifyMode   string
 		quiet        bool
 		idleExplicit bool
@@ -82,6 +84,9 @@ func parseFlags(args []string, stderr io.Writer) (load.Config, error) {
 	fs.Var(&span, "span", "Range span `size` (W2: 256KiB); 0 keeps the workload's")
 	fs.IntVar(&cfg.Sessions, "sessions", 8, "concurrent sessions (players), one keep-alive connection each")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "requests per second per session; 0: as fast as possible")
+	fs.Var(&rate, "bitrate", "cap each session's body reads at this `rate`: bits a second, or with kbit, Mbit, Gbit (e.g. 2Mbit); 0: unpaced")
+	fs.DurationVar(&cfg.Pause, "pause", 0, "wait this long after each response before the next request (a player with a full buffer)")
+	fs.DurationVar(&cfg.Stagger, "stagger", 0, "delay each session's first request by a random time below this, so that paced sessions do not ask in lockstep")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "run for at most this long")
 	fs.Int64Var(&cfg.Requests, "requests", 0, "stop after `N` requests in all (0: only -duration bounds the run)")
 	fs.StringVar(&verifyMode, "verify", "synth", "check bodies against: synth (content of the URL's base name), root (the file below -root), length (sizes and Content-Range only)")
@@ -92,7 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (load.Config, error) {
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for the sessions' starting points (0: random)")
 	fs.BoolVar(&quiet, "q", false, "no progress lines")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: client [-url URL] [-workload W1..W5 | -hls PATH] [-sessions N] [-rate R] [-duration D] [-requests N] [-verify synth|root|length]\n\n")
+		fmt.Fprintf(fs.Output(), "usage: client [-url URL] [-workload W1..W5 | -hls PATH] [-sessions N] [-rate R] [-bitrate B] [-pause D] [-duration D] [-requests N] [-verify synth|root|length]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -102,6 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (load.Config, error) {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	fs.Visit(func(f *flag.Flag) { idleExplicit = idleExplicit || f.Name == "idle" })
+	cfg.Bitrate = float64(rate)
 	var err error
 	if cfg.Verify, err = load.ParseVerifyMode(verifyMode); err != nil {
 		return cfg, err
@@ -151,4 +157,19 @@ func (b *byteSize) Set(s string) error {
 		return nil
 	}
 	return fmt.Errorf("size %q: want bytes, or a number with KiB, MiB or GiB", s)
+}
+
+// bitrate is a flag value: bits a second, or a number with kbit, Mbit or
+// Gbit.
+type bitrate float64
+
+func (b *bitrate) String() string { return strconv.FormatFloat(float64(*b), 'f', -1, 64) }
+
+func (b *bitrate) Set(s string) error {
+	v, err := load.ParseBitrate(s)
+	if err != nil {
+		return err
+	}
+	*b = bitrate(v)
+	return nil
 }

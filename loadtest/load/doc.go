@@ -3,7 +3,10 @@
 // workload's files or byte ranges in order, or an HLS playlist's segments)
 // at a chosen rate or as fast as they can, for a bounded time or number of
 // requests, while optional idle keep-alive connections sit beside them
-// (workload W5, ARCHITECTURE.md).
+// (workload W5, ARCHITECTURE.md). A session may read its bodies at a capped
+// bit rate and pause between them, like a player on a slow link with a
+// full buffer; each request's time to the response's headers (TTFB) and to
+// the body's last byte go into two histograms.
 //
 // Every body is checked byte for byte as it streams in (package
 // segorigin/loadtest/verify): against synth content, against the same file

@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"segorigin/loadtest/verify"
 )
@@ -52,28 +53,33 @@ func (m VerifyMode) String() string {
 const maxKeep = 8 << 20
 
 // fetch makes one request and verifies its response; it returns the body
-// bytes received. buf is the session's copy buffer.
-func (r *runner) fetch(ctx context.Context, c *http.Client, w walker, s step, buf []byte) (int64, error) {
-	rerr := func(err error) error {
-		e := &RequestError{URL: s.url, Err: err}
-		if s.n >= 0 {
-			e.Range = s.rangeHeader()
-		}
-		return e
-	}
+// bytes received and the time from the request written to the response's
+// headers. ctx carries the player's trace.
+func (r *runner) fetch(ctx context.Context, p *player, s step) (int64, time.Duration, error) {
+	rerr := s.fail
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
-		return 0, rerr(err)
+		return 0, 0, rerr(err)
 	}
 	if s.n >= 0 {
 		req.Header.Set("Range", s.rangeHeader())
 	}
-	resp, err := c.Do(req)
+	p.trace.reset()
+	t0 := time.Now()
+	resp, err := p.client.Do(req)
 	if err != nil {
-		return 0, rerr(err)
+		return 0, 0, rerr(err)
 	}
+	ttfb := p.trace.since(t0)
 	defer resp.Body.Close()
+	got, err := r.readBody(ctx, p, s, resp)
+	return got, ttfb, err
+}
 
+// readBody reads and verifies the body of the response to s, at the
+// player's pace, and returns the body bytes received.
+func (r *runner) readBody(ctx context.Context, p *player, s step, resp *http.Response) (int64, error) {
+	rerr := s.fail
 	off, n, size, err := expectSpan(s, resp)
 	if err != nil {
 		return 0, rerr(err)
@@ -95,7 +101,11 @@ func (r *runner) fetch(ctx context.Context, c *http.Client, w walker, s step, bu
 	if s.keep || content == nil {
 		dst = writers(dst, &limitedBuffer{b: &kept, left: maxKeep})
 	}
-	got, copyErr := io.CopyBuffer(dst, resp.Body, buf)
+	var body io.Reader = resp.Body
+	if p.pace != nil {
+		body = p.pace.reader(ctx, body)
+	}
+	got, copyErr := io.CopyBuffer(dst, body, p.buf)
 	if vw != nil {
 		if werr := vw.Close(); werr != nil {
 			// A body cut short by a broken connection is reported as the
@@ -117,11 +127,20 @@ func (r *runner) fetch(ctx context.Context, c *http.Client, w walker, s step, bu
 		}
 	}
 	if s.keep {
-		if err := w.got(s, kept.Bytes()); err != nil {
+		if err := p.walk.got(s, kept.Bytes()); err != nil {
 			return got, rerr(err)
 		}
 	}
 	return got, nil
+}
+
+// fail wraps err as the RequestError of s.
+func (s step) fail(err error) error {
+	e := &RequestError{URL: s.url, Err: err}
+	if s.n >= 0 {
+		e.Range = s.rangeHeader()
+	}
+	return e
 }
 
 // expectSpan checks the status and framing headers of a response against

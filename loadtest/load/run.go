@@ -27,6 +27,18 @@ type Config struct {
 	// Rate is each session's requests per second; 0 means as fast as it
 	// can.
 	Rate float64
+	// Bitrate, if > 0, caps each session's body reads at this many bits
+	// a second, like a player on a link of that speed; 0 reads as fast as
+	// the server sends. Fetch times then include the pacing: a body of N
+	// bytes takes at least N*8/Bitrate.
+	Bitrate float64
+	// Pause is how long a session waits after each response before its
+	// next request: a player whose buffer is full. 0 for none.
+	Pause time.Duration
+	// Stagger, if > 0, delays each session's first request by a random
+	// time below it, so that paced players do not ask in lockstep; the
+	// run's Duration includes it.
+	Stagger time.Duration
 	// Duration bounds the run; it must be positive.
 	Duration time.Duration
 	// Requests, if > 0, ends the run after this many requests in all.
@@ -62,8 +74,8 @@ func (c *Config) validate() error {
 	if c.Plan == nil && c.Sessions > 0 {
 		errs = append(errs, errors.New("no plan"))
 	}
-	if c.Sessions < 0 || c.IdleConns < 0 || c.Requests < 0 || c.Rate < 0 {
-		errs = append(errs, errors.New("sessions, idle connections, requests and rate must not be negative"))
+	if c.Sessions < 0 || c.IdleConns < 0 || c.Requests < 0 || c.Rate < 0 || c.Bitrate < 0 || c.Pause < 0 || c.Stagger < 0 {
+		errs = append(errs, errors.New("sessions, idle connections, requests, rate, bitrate, pause and stagger must not be negative"))
 	}
 	if c.Sessions == 0 && c.IdleConns == 0 {
 		errs = append(errs, errors.New("nothing to do: no sessions and no idle connections"))
@@ -147,7 +159,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		r.progress(ctx, start, idle)
 	}()
 
-	hists := make([]histogram, cfg.Sessions)
+	hists := make([]sessionHists, cfg.Sessions)
 	var wg sync.WaitGroup
 	for i := range cfg.Sessions {
 		wg.Go(func() { r.session(ctx, i, &hists[i]) })
@@ -162,9 +174,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	idle.close()
 	<-progressDone
 
-	var h histogram
+	var h, ttfb histogram
 	for i := range hists {
-		h.merge(&hists[i])
+		h.merge(&hists[i].fetch)
+		ttfb.merge(&hists[i].ttfb)
 	}
 	r.mu.Lock()
 	samples := r.samples
@@ -182,6 +195,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		P999:         h.quantile(0.999),
 		Max:          h.max,
 		Mean:         h.mean(),
+		TTFBP50:      ttfb.quantile(0.50),
+		TTFBP90:      ttfb.quantile(0.90),
+		TTFBP99:      ttfb.quantile(0.99),
+		TTFBP999:     ttfb.quantile(0.999),
+		TTFBMax:      ttfb.max,
+		TTFBMean:     ttfb.mean(),
+		Bitrate:      cfg.Bitrate,
+		Pause:        cfg.Pause,
 		ErrorSamples: samples,
 		IdleOpen:     int(idleOpen),
 		IdleLost:     int(idleLost),
@@ -201,9 +222,24 @@ func (r *runner) claim() bool {
 	return r.cfg.Requests == 0 || r.claimed.Add(1) <= r.cfg.Requests
 }
 
+// sessionHists are one session's latencies, merged by Run at the end.
+type sessionHists struct {
+	fetch histogram // request to the body's last byte
+	ttfb  histogram // request written to the response's headers
+}
+
+// player is what one session's requests share.
+type player struct {
+	client *http.Client
+	walk   walker
+	buf    []byte     // the body copy buffer
+	trace  *sentTrace // when the request was written
+	pace   *pacer     // nil: unpaced
+}
+
 // session is one player: its own connection, its own walk, its own
-// latency histogram. It returns at the deadline or the request limit.
-func (r *runner) session(ctx context.Context, id int, h *histogram) {
+// latency histograms. It returns at the deadline or the request limit.
+func (r *runner) session(ctx context.Context, id int, h *sessionHists) {
 	tr := &http.Transport{
 		Proxy:               nil, // loopback load: never through a proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
@@ -214,18 +250,32 @@ func (r *runner) session(ctx context.Context, id int, h *histogram) {
 		ReadBufferSize:      64 << 10,
 	}
 	defer tr.CloseIdleConnections()
-	client := &http.Client{
-		Transport:     tr,
-		Timeout:       r.cfg.Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, uint64(id)))
+	p := &player{
+		client: &http.Client{
+			Transport:     tr,
+			Timeout:       r.cfg.Timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		walk:  r.cfg.Plan.walker(r.base, rng),
+		buf:   make([]byte, 64<<10),
+		trace: &sentTrace{base: time.Now()},
 	}
-	w := r.cfg.Plan.walker(r.base, rand.New(rand.NewPCG(r.cfg.Seed, uint64(id))))
-	buf := make([]byte, 64<<10)
+	if r.cfg.Bitrate > 0 {
+		p.pace = newPacer(r.cfg.Bitrate)
+	}
+	reqCtx := p.trace.context(ctx)
 	var interval time.Duration
 	if r.cfg.Rate > 0 {
 		interval = time.Duration(float64(time.Second) / r.cfg.Rate)
 	}
 	next := time.Now()
+	if r.cfg.Stagger > 0 {
+		next = next.Add(time.Duration(rng.Int64N(int64(r.cfg.Stagger))))
+		if !sleepUntil(ctx, next) {
+			return
+		}
+	}
 	for ctx.Err() == nil && r.claim() {
 		if interval > 0 {
 			if !sleepUntil(ctx, next) {
@@ -233,12 +283,15 @@ func (r *runner) session(ctx context.Context, id int, h *histogram) {
 			}
 			next = next.Add(interval)
 		}
-		s := w.next()
+		s := p.walk.next()
 		t0 := time.Now()
-		n, err := r.fetch(ctx, client, w, s, buf)
+		n, ttfb, err := r.fetch(reqCtx, p, s)
 		d := time.Since(t0)
 		if err != nil && ctx.Err() != nil {
-			return // cut off by the end of the run: not a server error
+			// Cut off by the end of the run: not a server error, but the
+			// bytes came (a paced run ends with every session mid-body).
+			r.bytes.Add(n)
+			return
 		}
 		r.requests.Add(1)
 		r.bytes.Add(n)
@@ -250,7 +303,11 @@ func (r *runner) session(ctx context.Context, id int, h *histogram) {
 			}
 			continue
 		}
-		h.add(d)
+		h.fetch.add(d)
+		h.ttfb.add(ttfb)
+		if r.cfg.Pause > 0 && !sleepUntil(ctx, time.Now().Add(r.cfg.Pause)) {
+			return
+		}
 	}
 }
 
