@@ -74,8 +74,9 @@ type loopReq struct {
 	resp    loop.Response
 	parts   [8]loop.Part
 	via     string
-	counted bool // the response was counted by handleParseError: no finish
-	first   bool // no file window sent yet (beforeBody made the first one resident)
+	counted bool  // the response was counted by handleParseError: no finish
+	first   bool  // no file window sent yet (beforeBody made the first one resident)
+	loaded  int64 // offset of the window a cold reader just read: sent as it is (-1: none)
 
 	done     func(*loop.Conn, int64, error)
 	ready    func(*loop.Conn, *loop.Part, int64, int64) (int64, bool)
@@ -392,7 +393,7 @@ func (ls *loopServer) render(r *loopReq) {
 		resp.Parts = append(resp.Parts, loop.Part{Mem: p.mp.Trailer()})
 	}
 	if s.cold != nil {
-		resp.Ready, r.first = r.ready, true
+		resp.Ready, r.first, r.loaded = r.ready, true, -1
 	}
 	resp.NoSendfile = !sendfileOn(s)
 	r.via = "sendfile"
@@ -415,20 +416,39 @@ func (r *loopReq) readyWindow(c *loop.Conn, _ *loop.Part, off, n int64) (int64, 
 		}
 		return n, true
 	}
+	if off == r.loaded {
+		// Read by the pool just now: sent whether or not it is still
+		// resident (evicted at once, counted StillCold), as on fasthttp.
+		r.loaded = -1
+		return n, true
+	}
 	ok, err := coldread.Resident(h.Fd(), off, n, h.Size)
 	if err == nil && ok {
 		return n, true
 	}
 	s := r.ls.s
+	name, kind := h.Name, r.p.kind
 	r.ls.offloads.Add(1)
+	// The goroutine holds a reference of its own: if the connection
+	// closes meanwhile, its response (and r) is released and reused.
 	go func() {
 		defer r.ls.offloads.Done()
-		if _, err := s.ensureResident(h.Name, r.p.kind, h, ranges.Span{Start: off, Length: n}); err != nil {
+		own, err := s.cache.Acquire(name)
+		if err == nil {
+			_, err = s.ensureResident(name, kind, own, ranges.Span{Start: off, Length: n})
+			own.Release()
+		}
+		if err != nil {
 			s.stats.Cold.Aborted.Add(1)
 			c.Post(func() { c.Abort(false) })
 			return
 		}
-		c.Resume()
+		c.Post(func() {
+			if !c.Closed() && r.c == c {
+				r.loaded = off
+				c.Continue()
+			}
+		})
 	}()
 	return 0, false
 }

@@ -350,10 +350,10 @@ func (l *loop) process(c *Conn) {
 			break
 		}
 		if n == 0 {
-			if full {
-				l.close(c) // the Handler neither answered nor made room
+			if full && len(c.in) == cap(c.in) {
+				l.close(c) // the Handler neither answered nor made room (Grow)
 			}
-			return
+			break
 		}
 	}
 	l.settle(c)
