@@ -80,6 +80,12 @@ func parseProxyV1(b []byte) (ProxyHeader, int, error) {
 		}
 		return h, 0, ErrIncomplete
 	}
+	if bytes.IndexByte(b[:end], '\n') >= 0 {
+		// A bare LF before the CRLF: malformed, whatever follows, so
+		// that a prefix of the header is never refused while the whole
+		// of it is taken (UNKNOWN would otherwise ignore it).
+		return h, 0, ErrMalformedProxy
+	}
 	n := end + 2
 	f := bytes.Split(b[len(proxyV1Sig):end], []byte(" "))
 	if string(f[0]) == "UNKNOWN" {
