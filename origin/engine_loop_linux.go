@@ -358,11 +358,20 @@ func (ls *loopServer) render(r *loopReq) {
 		}
 		r.head = hdr.AppendBytes(r.head[:0])
 		r.hdrLen = len(r.head)
+		logged := 0
 		if send {
 			r.head = append(r.head, body...)
+			logged = len(body)
 		}
 		resp.Parts = append(resp.Parts, loop.Part{Mem: r.head})
 		r.via = ""
+		if !r.counted {
+			// Recorded before it is sent, as the fasthttp engine records
+			// a response fasthttp writes from memory: its line is in the
+			// access log by the time the client has read it.
+			s.finish(ctx, p.kind, int64(logged), "")
+			r.counted = true
+		}
 		c.Send(resp)
 		return
 	}
