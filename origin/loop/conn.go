@@ -83,10 +83,6 @@ func (r *Response) Reset() {
 // announced.
 var ErrTruncated = errors.New("loop: file shorter than the span announced")
 
-// ErrSendfileUnsupported counts a file system that refused sendfile; the
-// response went on by pread and send.
-var ErrSendfileUnsupported = errors.New("loop: sendfile refused")
-
 // Send starts r on c. It is sent as far as the socket takes it now; the
 // rest leaves as the socket drains, and r.Done reports the end.
 func (c *Conn) Send(r *Response) {
@@ -116,28 +112,15 @@ func (c *Conn) Park() {
 // Post runs fn on c's loop thread (also when c has closed by then: fn
 // checks Closed, and a Send on a closed Conn reports Done at once). Safe
 // from any goroutine.
-func (c *Conn) Post(fn func()) { c.l.post(c, fn) }
+func (c *Conn) Post(fn func()) { c.l.post(fn) }
 
 // Resume continues c's response after its Ready hook answered "not yet".
 // Safe from any goroutine.
-func (c *Conn) Resume() { c.l.post(c, c.resume) }
+func (c *Conn) Resume() { c.l.post(c.Continue) }
 
-func (c *Conn) resume() {
-	if c.resp != nil {
-		c.flush()
-		if !c.closed && c.resp == nil {
-			c.l.process(c)
-		}
-		return
-	}
-	if c.parked {
-		return // still waiting for Send
-	}
-	c.l.process(c)
-}
-
-// Continue runs the loop's processing of c after a Post that Sent: the
-// response goes out and pipelined requests follow.
+// Continue runs the loop's processing of c after a Post that Sent, or
+// after Resume: the response goes on, and pipelined requests follow once
+// it is done. A connection still parked waits for its Send.
 func (c *Conn) Continue() {
 	if c.closed {
 		return

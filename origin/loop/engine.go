@@ -163,7 +163,7 @@ func (e *Engine) dropListener(loops []*loop) {
 	var wg sync.WaitGroup
 	for _, l := range loops {
 		wg.Add(1)
-		l.post(nil, func() { l.beginDrain(); wg.Done() })
+		l.post(func() { l.beginDrain(); wg.Done() })
 	}
 	wg.Wait()
 	e.mu.Lock()
@@ -192,7 +192,7 @@ func (e *Engine) Shutdown(ctx context.Context) error {
 		case <-l.done:
 		case <-ctx.Done():
 			for _, l := range loops {
-				l.post(nil, l.closeAll)
+				l.post(l.closeAll)
 			}
 			for _, l := range loops {
 				<-l.done

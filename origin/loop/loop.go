@@ -45,10 +45,8 @@ type loop struct {
 	done chan struct{} // closed when run returns
 }
 
-type posted struct {
-	c  *Conn // nil: the loop itself
-	fn func()
-}
+// posted is work queued for the loop's thread.
+type posted struct{ fn func() }
 
 func newLoop(e *Engine, lfd int) (*loop, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
@@ -472,9 +470,8 @@ func (l *loop) closeAll() {
 	}
 }
 
-// post queues fn to run on l's thread (for c, unless c has closed by
-// then) and wakes the loop.
-func (l *loop) post(c *Conn, fn func()) {
+// post queues fn to run on l's thread and wakes the loop.
+func (l *loop) post(fn func()) {
 	l.mu.Lock()
 	if l.stopped {
 		// The loop and its descriptors are gone (every connection
@@ -483,7 +480,7 @@ func (l *loop) post(c *Conn, fn func()) {
 		fn()
 		return
 	}
-	l.queue = append(l.queue, posted{c, fn})
+	l.queue = append(l.queue, posted{fn})
 	l.mu.Unlock()
 	if l.signals.CompareAndSwap(false, true) {
 		var one = [8]byte{1}
