@@ -338,9 +338,10 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 		return errors.New("origin: Run needs at least one listener")
 	}
 	wrapped := make([]net.Listener, len(listeners))
+	gates := make([]*conn.Listener, len(listeners))
 	for i, ln := range listeners {
 		var err error
-		if wrapped[i], err = s.serveListener(ln); err != nil {
+		if wrapped[i], gates[i], err = s.serveListener(ln); err != nil {
 			for _, l := range listeners {
 				l.Close()
 			}
@@ -369,6 +370,7 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 		wg.Go(func() { s.tls.PollCertificates(watchCtx) })
 	}
 	var loops []*loopServer
+	var fastGates []*conn.Listener // the gates of the listeners fasthttp serves
 	for i, ln := range listeners {
 		wl := wrapped[i]
 		if ls := s.loopFor(ln, wl); ls != nil {
@@ -380,6 +382,7 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 			})
 			continue
 		}
+		fastGates = append(fastGates, gates[i])
 		wg.Go(func() {
 			if err := s.http.Serve(wl); err != nil {
 				errc <- fmt.Errorf("origin: serve %s: %w", ln.Addr(), err)
@@ -394,7 +397,19 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 	sctx, cancel := context.WithTimeout(context.Background(), drain)
 	var drainWG sync.WaitGroup
 	drainErrs := make([]error, len(loops)+1)
-	drainWG.Go(func() { drainErrs[0] = s.http.ShutdownWithContext(sctx) })
+	drainWG.Go(func() {
+		drainErrs[0] = s.http.ShutdownWithContext(sctx)
+		// fasthttp's Shutdown returns once its handlers are done, but its
+		// workers close their connections after that (an HTTPS connection
+		// sends close_notify in Close): wait for the closes too, or the
+		// process may exit between the two and end a connection with a
+		// bare FIN.
+		for _, g := range fastGates {
+			if drainErrs[0] == nil {
+				drainErrs[0] = g.WaitClosed(sctx)
+			}
+		}
+	})
 	for i, ls := range loops {
 		drainWG.Go(func() { drainErrs[i+1] = ls.shutdown(sctx) })
 	}

@@ -30,15 +30,17 @@ func TLSListener(ln net.Listener) net.Listener { return &tlsMarked{ln} }
 
 // serveListener wraps a listener given to Run: connection limits for all,
 // and TLS for those marked by TLSListener.
-func (s *Server) serveListener(ln net.Listener) (net.Listener, error) {
+func (s *Server) serveListener(ln net.Listener) (served net.Listener, gate *conn.Listener, err error) {
 	m, ok := ln.(*tlsMarked)
 	if !ok {
-		return s.gate.Wrap(ln), nil
+		gate = s.gate.Wrap(ln)
+		return gate, gate, nil
 	}
 	if s.tls == nil {
-		return nil, fmt.Errorf("origin: HTTPS listener %s but no certificate configured", ln.Addr())
+		return nil, nil, fmt.Errorf("origin: HTTPS listener %s but no certificate configured", ln.Addr())
 	}
-	return s.tls.Wrap(s.gate.Wrap(m.Listener)), nil
+	gate = s.gate.Wrap(m.Listener)
+	return s.tls.Wrap(gate), gate, nil
 }
 
 // ReloadCertificates re-reads the certificate and key files now (cmd

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -118,9 +119,42 @@ type Listener struct {
 	net.Listener
 	gate *Gate
 
-	mu    sync.Mutex     // protects conns and perIP
-	conns int            // open connections
-	perIP map[string]int // open connections per client IP
+	mu     sync.Mutex     // protects conns, perIP and closed
+	conns  int            // open connections
+	perIP  map[string]int // open connections per client IP
+	closed chan struct{}  // closed when conns drops to 0; made by WaitClosed
+}
+
+// WaitClosed waits until no connection accepted through l (or let in by
+// Admit) is open, or ctx is done.
+func (l *Listener) WaitClosed(ctx context.Context) error {
+	l.mu.Lock()
+	if l.conns == 0 {
+		l.mu.Unlock()
+		return nil
+	}
+	if l.closed == nil {
+		l.closed = make(chan struct{})
+	}
+	ch := l.closed
+	l.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		n := l.conns
+		l.mu.Unlock()
+		return fmt.Errorf("conn: %d connections on %s still open: %w", n, l.Addr(), ctx.Err())
+	}
+}
+
+// countedOutLocked wakes WaitClosed once the last connection is gone.
+func (l *Listener) countedOutLocked() {
+	if l.conns == 0 && l.closed != nil {
+		close(l.closed)
+		l.closed = nil
+	}
 }
 
 // Accept returns the next connection within the limits.
@@ -245,6 +279,7 @@ func (l *Listener) release(ip string) {
 	l.conns--
 	l.dropIPLocked(ip)
 	l.gate.stats.ConnsOpen.Add(-1)
+	l.countedOutLocked()
 }
 
 // releaseConn is release for an accepted connection, whose key rekey may
@@ -255,6 +290,7 @@ func (l *Listener) releaseConn(c *TCP) {
 	l.conns--
 	l.dropIPLocked(c.ip)
 	l.gate.stats.ConnsOpen.Add(-1)
+	l.countedOutLocked()
 }
 
 func (l *Listener) dropIPLocked(ip string) {

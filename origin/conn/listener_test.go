@@ -1,10 +1,12 @@
 package conn_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -238,5 +240,35 @@ func TestGateConfigValidation(t *testing.T) {
 		if _, err := conn.NewGate(cfg); err == nil {
 			t.Errorf("NewGate(%+v): no error", cfg)
 		}
+	}
+}
+
+// TestListenerWaitClosed: WaitClosed returns at once with nothing open,
+// waits while a connection is open (until its context ends, with an error
+// naming the count) and returns once the last one is closed.
+func TestListenerWaitClosed(t *testing.T) {
+	l, addr := gateListener(t)
+	if err := l.WaitClosed(t.Context()); err != nil {
+		t.Fatalf("WaitClosed with nothing open: %v", err)
+	}
+	accepted, _ := accepter(t, l)
+	dialFrom(t, "127.0.0.1", addr)
+	c := recv(t, accepted, "the first")
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	err := l.WaitClosed(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 connections") {
+		t.Fatalf("WaitClosed with one open: %v, want the deadline and the count", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.WaitClosed(t.Context()) }() // ends when c closes or the test's context does
+	c.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("WaitClosed after the last Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitClosed still waiting after the last connection closed")
 	}
 }
