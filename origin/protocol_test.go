@@ -244,3 +244,95 @@ func TestHTTP12KeepsConnection(t *testing.T) {
 		})
 	}
 }
+
+// TestRunReturnsWithConnectionsClosed: Run returns only once every
+// connection it served is closed, not merely once its handlers are done:
+// an HTTPS connection sends close_notify as it closes, and a process that
+// exits between the two ends it with a bare FIN instead. Responses in
+// flight at the stop finish whole first (on both engines and over TLS).
+func TestRunReturnsWithConnectionsClosed(t *testing.T) {
+	const conns, size = 12, 4 << 20
+	for _, tc := range []struct {
+		name   string
+		engine origin.Engine
+		tls    *tlsMode
+	}{
+		{"HTTP", origin.EngineLoop, nil},
+		{"HTTP-fasthttp", origin.EngineFastHTTP, nil},
+		{"TLS1.3", "", &tlsModes[1]},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := origin.DefaultConfig()
+			cfg.Root = t.TempDir()
+			cfg.Logger = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			if tc.engine != "" {
+				cfg.Engine = tc.engine
+			}
+			if tc.tls != nil {
+				cfg.TLS.CertFile, cfg.TLS.KeyFile = writeTestCert(t)
+			}
+			writeSynth(t, cfg.Root, "big.ts", size)
+			srv, err := origin.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Close()
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			served := ln
+			if tc.tls != nil {
+				served = origin.TLSListener(ln)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- srv.Run(ctx, 10*time.Second, served) }() // ends with cancel
+			ts := &testServer{t: t, srv: srv, addr: ln.Addr().String(), root: cfg.Root}
+			if tc.tls != nil {
+				ts.tls = tc.tls.clientConfig()
+			}
+			bodies := make([]*http.Response, conns)
+			for i := range bodies {
+				c := ts.dial()
+				c.write("GET", "/big.ts")
+				resp, err := http.ReadResponse(c.br, &http.Request{Method: "GET"})
+				if err != nil {
+					t.Fatalf("connection %d: %v", i, err)
+				}
+				bodies[i] = resp // its body mostly unread: in flight at the stop
+			}
+			cancel()
+			got := make(chan error, conns)
+			for i, resp := range bodies {
+				go func() { // ends at the body's end or the client's deadline
+					b, err := io.ReadAll(resp.Body)
+					if err == nil && len(b) != size {
+						err = fmt.Errorf("%d bytes, want %d", len(b), size)
+					}
+					if err != nil {
+						err = fmt.Errorf("connection %d: the response in flight at the stop: %w", i, err)
+					}
+					got <- err
+				}()
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("Run has not returned 30 s after the stop")
+			}
+			if n := srv.Stats().ConnsOpen; n != 0 {
+				t.Errorf("Run returned with %d connections still open", n)
+			}
+			for range conns {
+				if err := <-got; err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
