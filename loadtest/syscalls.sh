@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # syscalls.sh: the syscalls each server makes per keep-alive request, for a
 # fixed number of requests of each workload W1-W4, segorigin and nginx in
-# the same run (issue 3's proof that a GET costs read -> sendmsg(MSG_MORE)
+# the same run (the proof that a GET costs read -> sendmsg(MSG_MORE)
 # -> sendfile). For each server and workload it starts the server, warms it
 # (every file fetched once, so caches hold them), attaches
 # `strace -f -c` to the server and its children, makes exactly -n requests

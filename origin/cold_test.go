@@ -240,7 +240,7 @@ func TestColdDeadlineAnswers503(t *testing.T) {
 	// ought to wait before making a follow-up request". Spread over 1-3 s,
 	// so that clients refused together do not all retry together. A
 	// file each: a second request for the one in flight waits on that
-	// read (issue 22, point 7).
+	// read, which is a wait of its own.
 	seen := map[string]int{}
 	for i := range n {
 		r := ts.get(fmt.Sprintf("/v/seg%04d.ts", i))
