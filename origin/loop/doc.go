@@ -1,12 +1,16 @@
 // Package loop is an event-loop engine for plain-TCP HTTP/1.1: a few
-// locked OS threads, each in epoll_wait, serve every connection, so a
-// connection costs a small struct instead of a goroutine, its stack and
-// its buffers.
+// goroutines, each in epoll_wait on its own epoll instance, serve every
+// connection, so a connection costs a small struct instead of a
+// goroutine, its stack and its buffers.
 //
 // # What it owns
 //
-//   - The loops: one per Config.Loops, each a goroutine locked to its OS
-//     thread with its own epoll instance and eventfd. Every loop watches
+//   - The loops: one per Config.Loops, each a goroutine with its own
+//     epoll instance and eventfd. While it has work a loop waits in
+//     epoll_wait (under 10 ms at a time, so the runtime never takes its
+//     thread's P away); idle for a while, it parks on Go's netpoller
+//     through a second epoll instance that holds the first, so an idle
+//     server costs no CPU. Every loop watches
 //     the one listening socket with EPOLLEXCLUSIVE, so the kernel wakes
 //     one loop per pending connection and accepts spread over the loops.
 //   - Connections (Conn): the descriptor, a read buffer taken from the

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -21,8 +22,11 @@ import (
 type loop struct {
 	e     *Engine
 	epfd  int
-	evfd  int // eventfd: post wakes the loop through it
-	lfd   int // the listening socket (shared by every loop); -1 once dropped
+	park  *os.File        // an epoll instance holding epfd, on Go's netpoller: where an idle loop waits
+	rawPk syscall.RawConn // park's, for the wait
+	pkSet int64           // the deadline park has now (Unix ns; -1 none)
+	evfd  int             // eventfd: post wakes the loop through it
+	lfd   int             // the listening socket (shared by every loop); -1 once dropped
 	conns []*Conn
 	nconn int
 	now   int64 // nanoseconds, read once per wake-up
@@ -58,7 +62,12 @@ func newLoop(e *Engine, lfd int) (*loop, error) {
 		unix.Close(epfd)
 		return nil, fmt.Errorf("loop: eventfd: %w", err)
 	}
-	l := &loop{e: e, epfd: epfd, evfd: evfd, lfd: lfd, done: make(chan struct{})}
+	l := &loop{e: e, epfd: epfd, evfd: evfd, lfd: lfd, pkSet: -1, done: make(chan struct{})}
+	if err := l.openPark(); err != nil {
+		unix.Close(evfd)
+		unix.Close(epfd)
+		return nil, err
+	}
 	l.reading.timeout, l.idle.timeout, l.writing.timeout = e.cfg.ReadTimeout, e.cfg.IdleTimeout, e.cfg.WriteTimeout
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(evfd)}); err != nil {
 		l.closeFDs()
@@ -100,21 +109,69 @@ func (l *loop) stop() {
 	l.closeFDs()
 }
 
+// openPark makes the parking descriptor: an epoll instance whose one
+// entry is the loop's (an epoll descriptor is readable while it has
+// events ready), given to Go's netpoller. The entry is armed only while
+// the loop is parked: armed for good, every event of a busy loop would
+// also wake the netpoller's thread for nothing.
+func (l *loop) openPark() error {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("loop: epoll_create1 (park): %w", err)
+	}
+	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, l.epfd, &unix.EpollEvent{Fd: int32(l.epfd)}); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("loop: epoll_ctl (park): %w", err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil { // os.NewFile gives only a non-blocking descriptor to the netpoller
+		unix.Close(fd)
+		return fmt.Errorf("loop: park descriptor non-blocking: %w", err)
+	}
+	l.park = os.NewFile(uintptr(fd), "loop-park")
+	rc, err := l.park.SyscallConn()
+	if err != nil {
+		l.park.Close()
+		return fmt.Errorf("loop: park descriptor on the netpoller: %w", err)
+	}
+	l.rawPk = rc
+	return nil
+}
+
+// armPark sets what the parking descriptor's entry waits for: EPOLLIN
+// while parked, nothing otherwise.
+func (l *loop) armPark(ev uint32) error {
+	fd := int(l.park.Fd())
+	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_MOD, l.epfd, &unix.EpollEvent{Events: ev, Fd: int32(l.epfd)}); err != nil {
+		return fmt.Errorf("loop: epoll_ctl (park): %w", err)
+	}
+	return nil
+}
+
 func (l *loop) closeFDs() {
 	unix.Close(l.evfd)
 	unix.Close(l.epfd)
+	l.park.Close()
 }
 
-// run is the loop's goroutine, locked to its thread; it returns when
-// draining is over (no connection left).
+// run is the loop's goroutine; it returns when draining is over (no
+// connection left).
+//
+// While there is work it waits in epoll_wait, at most activeWait at a
+// time: a thread blocked there holds its P in a system call, which the
+// runtime's sysmon takes away once it passes 10 ms (to be handed back on
+// the wake-up through futexes, with sysmon polling every 20 µs again).
+// After parkAfter with nothing to do it parks on Go's netpoller until an
+// event or its next deadline: a parked goroutine holds neither thread
+// nor P, so an idle server costs no CPU and sysmon sleeps. Parking for
+// every short gap instead would wake sysmon from that sleep each time.
+// (The goroutine is not locked to its thread: locked, every wake-up from
+// the netpoller would be a hand-over between two threads.)
 func (l *loop) run() {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	defer close(l.done)
 	defer l.stop()
 	events := make([]unix.EpollEvent, 256)
 	l.now = time.Now().UnixNano()
-	lastYield := l.now
+	lastYield, lastEvent := l.now, l.now
 	for !(l.draining && l.nconn == 0) {
 		if l.now-lastYield > int64(yieldEvery) {
 			// A goroutine that never yields looks stuck to the
@@ -123,8 +180,22 @@ func (l *loop) run() {
 			runtime.Gosched()
 			lastYield = l.now
 		}
-		n, err := unix.EpollWait(l.epfd, events, l.waitMillis())
+		var n int
+		var err error
+		wait := l.waitMillis()
+		long := wait < 0 || wait > activeWait
+		if long {
+			wait = activeWait
+		}
+		if long && l.now-lastEvent > int64(parkAfter) {
+			n, err = l.waitParked(events)
+		} else {
+			n, err = unix.EpollWait(l.epfd, events, wait)
+		}
 		l.now = time.Now().UnixNano()
+		if n > 0 {
+			lastEvent = l.now
+		}
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			l.e.log.Error("epoll_wait failed: loop stops", "err", err)
 			l.closeAll()
@@ -149,9 +220,56 @@ func (l *loop) run() {
 	}
 }
 
-// waitMillis is epoll_wait's timeout: until the earliest deadline (at
-// most a second late: timeouts are coarse), or forever.
-func (l *loop) waitMillis() int {
+// activeWait is the longest a loop waits in epoll_wait at a time (ms):
+// below the 10 ms after which sysmon takes a P from a system call.
+const activeWait = 9
+
+// parkAfter is how long a loop with nothing to do keeps waiting in
+// epoll_wait before it parks.
+const parkAfter = 250 * time.Millisecond
+
+// waitParked waits on Go's netpoller until events are ready (returned) or the
+// loop's next deadline has passed (n 0).
+func (l *loop) waitParked(events []unix.EpollEvent) (n int, err error) {
+	next := l.nextDeadline()
+	if next != l.pkSet {
+		var d time.Time
+		if next >= 0 {
+			d = time.Unix(0, next)
+		}
+		if err := l.park.SetReadDeadline(d); err != nil {
+			return 0, fmt.Errorf("loop: deadline on the park descriptor: %w", err)
+		}
+		l.pkSet = next
+	}
+	if err := l.armPark(unix.EPOLLIN); err != nil {
+		return 0, err
+	}
+	var werr error
+	rerr := l.rawPk.Read(func(uintptr) bool {
+		// Checked once the wait is armed: an event that came after the
+		// last epoll_wait raised no edge on the parking descriptor.
+		n, werr = unix.EpollWait(l.epfd, events, 0)
+		return n > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
+	})
+	if err := l.armPark(0); err != nil {
+		return 0, err
+	}
+	switch {
+	case werr != nil:
+		return n, werr
+	case errors.Is(rerr, os.ErrDeadlineExceeded):
+		return 0, nil
+	case rerr != nil:
+		return 0, fmt.Errorf("loop: wait on the epoll descriptor: %w", rerr)
+	}
+	return n, nil
+}
+
+// nextDeadline is when the loop's earliest wait ends (Unix ns, rounded up
+// to a millisecond, so that a parked loop's deadline changes at most once
+// a millisecond), or -1 when none is pending.
+func (l *loop) nextDeadline() int64 {
 	next := int64(-1)
 	for _, ls := range [...]*list{&l.reading, &l.idle, &l.writing} {
 		if d, ok := ls.nextDeadline(); ok && (next < 0 || d < next) {
@@ -163,6 +281,17 @@ func (l *loop) waitMillis() int {
 			next = d
 		}
 	}
+	if next < 0 {
+		return -1
+	}
+	const ms = int64(time.Millisecond)
+	return (next + ms - 1) / ms * ms
+}
+
+// waitMillis is epoll_wait's timeout: until the earliest deadline (at
+// most a second late: timeouts are coarse), or forever.
+func (l *loop) waitMillis() int {
+	next := l.nextDeadline()
 	if next < 0 {
 		return -1
 	}
