@@ -3,8 +3,10 @@ package origin_test
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -124,4 +126,58 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestLoopMetrics: /metrics exports what the event loops counted: their
+// wake-ups and sends, a send that filled a slow reader's socket buffer, a
+// park once the loop had nothing to do, and a connection closed for
+// idling past -idle-timeout (which the client sees as the end of the
+// stream).
+func TestLoopMetrics(t *testing.T) {
+	ts := startServer(t, "", func(c *origin.Config) {
+		c.Engine = origin.EngineLoop
+		c.Loops = 1
+		c.IdleTimeout = 300 * time.Millisecond
+	})
+	writeSynth(t, ts.root, "big.ts", 8<<20)
+	c := ts.dial()
+	mustStatus(t, c.do("GET", "/missing.ts"), 404, "a missing file")
+	// A reader that takes nothing: 8 MiB cannot fit in the socket
+	// buffers, so a send comes up short and the response waits.
+	slow := ts.dial()
+	slow.write("GET", "/big.ts")
+	waitFor(t, 10*time.Second, "a short send", func() bool { return ts.srv.Stats().Loop.ShortSends > 0 })
+	if _, err := io.Copy(io.Discard, io.LimitReader(slow.br, 8<<20)); err != nil {
+		t.Fatalf("reading the big response: %v", err)
+	}
+	// c, idle since its 404, is closed by the idle timeout.
+	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.br.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Fatalf("idle connection after -idle-timeout: read %d bytes, %v; want the end of the stream", n, err)
+	}
+	waitFor(t, 10*time.Second, "a timeout and a park counted", func() bool {
+		st := ts.srv.Stats().Loop
+		return st.Timeouts > 0 && st.Parks > 0
+	})
+	st := ts.srv.Stats().Loop
+	if st.Wakeups == 0 || st.Sends < 3 {
+		t.Errorf("loop stats %+v: want wake-ups and at least 3 sends", st)
+	}
+	rec := httptest.NewRecorder()
+	admin.Handler(ts.srv, func() bool { return true }).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for name, min := range map[string]int64{
+		"segorigin_loop_wakeups_total": st.Wakeups, "segorigin_loop_parks_total": st.Parks,
+		"segorigin_loop_sends_total": st.Sends, "segorigin_loop_short_sends_total": st.ShortSends,
+		"segorigin_loop_timeouts_total": st.Timeouts,
+	} {
+		m := regexp.MustCompile(`(?m)^` + name + ` (\d+)$`).FindStringSubmatch(body)
+		if m == nil {
+			t.Errorf("/metrics lacks %s", name)
+			continue
+		}
+		if v, _ := strconv.ParseInt(m[1], 10, 64); v < min {
+			t.Errorf("%s = %d, want at least %d (counted before the scrape)", name, v, min)
+		}
+	}
 }

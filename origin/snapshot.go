@@ -36,6 +36,16 @@ type Stats struct {
 	TLS       TLSStats
 	Cold      ColdStats
 	ReadAhead ReadAheadStats // zero when read-ahead is off
+	Loop      LoopStats      // zero where no event loop serves
+}
+
+// LoopStats count what the event loops did, all listeners together.
+type LoopStats struct {
+	Wakeups    int64 // epoll_wait returns
+	Parks      int64 // waits an idle loop made on Go's netpoller
+	Sends      int64 // sendmsg and sendfile calls
+	ShortSends int64 // of those, sends that filled the socket buffer (the connection then waits to be writable)
+	Timeouts   int64 // connections closed by a read, idle or write timeout
 }
 
 // ListenerStats is a snapshot of conn.ListenerStats.

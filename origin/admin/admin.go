@@ -75,6 +75,11 @@ type descs struct {
 	cmcdReq          *prometheus.Desc
 	cmcdStarve       *prometheus.Desc
 	cmcdBad          *prometheus.Desc
+	loopWakeups      *prometheus.Desc
+	loopParks        *prometheus.Desc
+	loopSends        *prometheus.Desc
+	loopShortSends   *prometheus.Desc
+	loopTimeouts     *prometheus.Desc
 }
 
 func newDescs() *descs {
@@ -129,6 +134,11 @@ func newDescs() *descs {
 	d.cmcdReq = d.add("cmcd_requests_total", "GET and HEAD requests carrying CMCD (CTA-5004), by object type (ot) and streaming format (sf); none when not given.", "object_type", "streaming_format")
 	d.cmcdStarve = d.add("cmcd_buffer_starvation_total", "Requests whose CMCD says the player's buffer ran dry since its previous request (bs).")
 	d.cmcdBad = d.add("cmcd_malformed_total", "Requests with a CMCD entry dropped as malformed (the request is served as if it were absent).")
+	d.loopWakeups = d.add("loop_wakeups_total", "Event-loop wake-ups (epoll_wait returns), all loops.")
+	d.loopParks = d.add("loop_parks_total", "Times an idle event loop parked on Go's netpoller.")
+	d.loopSends = d.add("loop_sends_total", "sendmsg and sendfile calls of the event loops.")
+	d.loopShortSends = d.add("loop_short_sends_total", "Event-loop sends that filled the socket buffer (the connection then waits until it is writable).")
+	d.loopTimeouts = d.add("loop_timeouts_total", "Connections the event loops closed for a read, idle or write timeout.")
 	return d
 }
 
@@ -216,6 +226,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.logSuppr, v, kind)
 	}
 	collectCMCD(d, &st.CMCD, counter)
+	collectLoop(d, &st.Loop, counter)
 	if ps := c.s.ColdPoolStats(); ps != nil {
 		cold := st.Cold
 		for k := range cold.Checked {
@@ -286,6 +297,14 @@ func collectCMCD(d *descs, st *origin.CMCDStats, counter func(*prometheus.Desc, 
 	}
 	counter(d.cmcdStarve, st.Starvation)
 	counter(d.cmcdBad, st.Malformed)
+}
+
+func collectLoop(d *descs, st *origin.LoopStats, counter func(*prometheus.Desc, int64, ...string)) {
+	counter(d.loopWakeups, st.Wakeups)
+	counter(d.loopParks, st.Parks)
+	counter(d.loopSends, st.Sends)
+	counter(d.loopShortSends, st.ShortSends)
+	counter(d.loopTimeouts, st.Timeouts)
 }
 
 func cmcdLabel(token string) string {

@@ -34,6 +34,9 @@ type Config struct {
 	Handler Handler
 	// Logger receives the loops' own errors; nil uses slog.Default().
 	Logger *slog.Logger
+	// Stats, when set, is where the engine counts (several engines may
+	// share one); nil: counters of its own.
+	Stats *Stats
 }
 
 // Handler is what an Engine calls on a loop's thread.
@@ -61,6 +64,7 @@ type Stats struct {
 	Closed    atomic.Int64 // connections closed
 	Timeouts  atomic.Int64 // connections closed by a timeout
 	Wakeups   atomic.Int64 // epoll_wait returns
+	Parks     atomic.Int64 // waits an idle loop made on Go's netpoller
 	Sends     atomic.Int64 // sendmsg and sendfile calls
 	ShortSend atomic.Int64 // sends that filled the socket buffer (then wait for EPOLLOUT)
 }
@@ -70,7 +74,7 @@ type Engine struct {
 	cfg   Config
 	log   *slog.Logger
 	loops []*loop
-	stats Stats
+	stats *Stats
 
 	mu       sync.Mutex // protects serving, loops and ln
 	serving  bool
@@ -98,11 +102,15 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Engine{cfg: cfg, log: cfg.Logger}, nil
+	st := cfg.Stats
+	if st == nil {
+		st = new(Stats)
+	}
+	return &Engine{cfg: cfg, log: cfg.Logger, stats: st}, nil
 }
 
 // Stats returns the engine's counters (live, not a copy).
-func (e *Engine) Stats() *Stats { return &e.stats }
+func (e *Engine) Stats() *Stats { return e.stats }
 
 // Draining reports whether Shutdown has begun: responses should say
 // Connection: close.

@@ -176,7 +176,7 @@ func (l *loop) run() {
 		if l.now-lastYield > int64(yieldEvery) {
 			// A goroutine that never yields looks stuck to the
 			// runtime's sysmon (system calls do not count), which then
-			// preempts it and takes its P every 10 ms.
+			// preempts it with a signal every 10 ms.
 			runtime.Gosched()
 			lastYield = l.now
 		}
@@ -245,6 +245,7 @@ func (l *loop) waitParked(events []unix.EpollEvent) (n int, err error) {
 	if err := l.armPark(unix.EPOLLIN); err != nil {
 		return 0, err
 	}
+	l.e.stats.Parks.Add(1)
 	var werr error
 	rerr := l.rawPk.Read(func(uintptr) bool {
 		// Checked once the wait is armed: an event that came after the
