@@ -50,13 +50,13 @@ func (a *AuthConfig) enabled() bool { return a.Keys != nil || a.SecureLinkSecret
 
 // authorizer checks every request that is not public.
 type authorizer struct {
-	cfg    AuthConfig
-	verify *token.Verifier           // EdgeAuth scheme
-	link   *token.SecureLinkVerifier // secure_link scheme
-	prefix string                    // "t/": the path carrier, as the cleaned path starts
-	stats  *authCounters
-	logs   [NumAuthReasons]rateLimitedLog // refusals, by AuthReason.logGroup, so each reason is logged
-	redact token.Redactor                 // hides this configuration's carriers in logs
+	cfg      AuthConfig
+	verifier *token.Verifier           // EdgeAuth scheme
+	link     *token.SecureLinkVerifier // secure_link scheme
+	prefix   string                    // "t/": the path carrier, as the cleaned path starts
+	stats    *authCounters
+	logs     [NumAuthReasons]rateLimitedLog // refusals, by AuthReason.logGroup, so each reason is logged
+	redact   token.Redactor                 // hides this configuration's carriers in logs
 }
 
 var errNoToken = errors.New("origin: no token")
@@ -92,7 +92,7 @@ func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*
 		}
 		a.link, err = token.NewSecureLink(cfg.SecureLinkSecret, expr)
 	case cfg.Keys != nil:
-		a.verify, err = token.NewVerifier(token.VerifierConfig{Keys: cfg.Keys, Skew: cfg.Skew})
+		a.verifier, err = token.NewVerifier(token.VerifierConfig{Keys: cfg.Keys, Skew: cfg.Skew})
 	}
 	if err != nil {
 		return nil, err
@@ -139,22 +139,37 @@ func (a *authorizer) stripCarrier(name string) (file, seg string) {
 type grant struct {
 	until   int64 // unix second the token expires (exp=, expires=); 0: no token involved (public path)
 	private bool  // the token came in a cookie or Authorization header, not in the URL
+	// seg is the path carrier's segment the check accepted ("" for none):
+	// read-ahead checks another file against the same credentials. It
+	// aliases the request's path buffer, like the name it came with.
+	seg string
 }
 
 // check authorizes a request for file (cleaned, no leading slash). seg is
 // the path carrier's segment, if any. It returns the grant and nil,
 // errNoToken, or a token error (errors.Is with token.Err*).
 func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg, ip string, now time.Time) (grant, error) {
+	g, public, err := a.verify(ctx, file, seg, ip, now)
+	switch {
+	case public:
+		a.stats.count(AuthPublic)
+	default:
+		a.stats.count(authReasonOf(err))
+	}
+	return g, err
+}
+
+// verify is check without counting: it also answers whether the request's
+// credentials would fetch another file (read-ahead, see permits). public
+// says file lies under a public prefix.
+func (a *authorizer) verify(ctx *fasthttp.RequestCtx, file, seg, ip string, now time.Time) (g grant, public bool, err error) {
 	path := "/" + file
 	for _, p := range a.cfg.Public {
 		if underPrefix(path, p) {
-			a.stats.count(AuthPublic)
-			return grant{}, nil
+			return grant{seg: seg}, true, nil
 		}
 	}
-	var g grant
 	var until time.Time
-	var err error
 	switch {
 	case a.link != nil:
 		args := ctx.QueryArgs()
@@ -166,7 +181,7 @@ func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg, ip string, now t
 			until = time.Unix(secs, 0)
 		}
 	case seg != "":
-		until, err = a.verify.VerifySegmentUntil(seg, path, ip, now)
+		until, err = a.verifier.VerifySegmentUntil(seg, path, ip, now)
 	default:
 		tok, inURL := a.findToken(ctx)
 		g.private = !inURL
@@ -174,17 +189,24 @@ func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg, ip string, now t
 		case tok == nil:
 			err = errNoToken
 		case bytes.Contains(tok, []byte("hmac=")):
-			until, err = a.verify.VerifyBytesUntil(tok, path, ip, now)
+			until, err = a.verifier.VerifyBytesUntil(tok, path, ip, now)
 		default:
-			until, err = a.verify.VerifySegmentUntil(string(tok), path, ip, now)
+			until, err = a.verifier.VerifySegmentUntil(string(tok), path, ip, now)
 		}
 	}
-	a.stats.count(authReasonOf(err))
 	if err != nil {
-		return grant{}, err
+		return grant{}, false, err
 	}
-	g.until = until.Unix()
-	return g, nil
+	g.until, g.seg = until.Unix(), seg
+	return g, false, nil
+}
+
+// permits reports whether the credentials that earned g (with the request
+// in ctx) would also fetch file: a read-ahead may read only what its
+// request could have asked for itself.
+func (a *authorizer) permits(ctx *fasthttp.RequestCtx, g grant, file, ip string, now time.Time) bool {
+	_, _, err := a.verify(ctx, file, g.seg, ip, now)
+	return err == nil
 }
 
 // findToken looks in the query, cookie and Authorization carriers, in that

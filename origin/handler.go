@@ -271,7 +271,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, name string, h *ca
 		}
 	}
 
-	if err := s.beforeBody(ctx, p, name, mt.kind, h, spans); err != nil {
+	if err := s.beforeBody(ctx, p, name, mt.kind, h, spans, g); err != nil {
 		h.Release()
 		if !p.wouldBlock {
 			s.fail(ctx, err)
