@@ -163,6 +163,9 @@ func (s *Server) serveName(ctx *fasthttp.RequestCtx, p *plan, name string, rh *r
 		ctx.SetUserValue(userCacheOutcome, outcome)
 	}
 	if err != nil {
+		if isColdBusy(err) {
+			s.stats.Cold.Refused.Add(1) // the open waited past -cold-deadline
+		}
 		s.fail(ctx, err)
 		return
 	}

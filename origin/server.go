@@ -179,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 		Revalidate:    revalidate,
 		InlineMax:     cfg.InlineMax,
 		InlineBudget:  cfg.InlineBudget,
+		WaitTimeout:   max(cfg.ColdDeadline, 0),
 		Open:          s.open,
 		Stat:          s.stat,
 		Now:           cfg.Now,
@@ -284,10 +285,10 @@ func (s *Server) open(name string) (*os.File, error) {
 	// writer appears; with it the open returns and the cache refuses the
 	// FIFO as not a regular file. Regular files ignore the flag.
 	const flags = os.O_RDONLY | syscall.O_NONBLOCK
-	if s.opens != nil {
-		s.opens <- struct{}{}
-		defer func() { <-s.opens }()
+	if err := s.takeOpen(name); err != nil {
+		return nil, err
 	}
+	defer s.giveOpen()
 	joined := filepath.Join(s.cfg.Root, filepath.FromSlash(name))
 	var f *os.File
 	var err error
@@ -313,14 +314,45 @@ func (s *Server) open(name string) (*os.File, error) {
 	return f, nil
 }
 
+// errOpenWait: an open or stat waited -cold-deadline for its turn (the
+// opens in progress all hung on storage). Answered 503 with Retry-After.
+var errOpenWait = errors.New("origin: waited too long for a turn to open")
+
+// takeOpen takes a turn among the opens in progress (s.opens), waiting at
+// most ColdDeadline; giveOpen gives it back.
+func (s *Server) takeOpen(name string) error {
+	if s.opens == nil {
+		return nil
+	}
+	select {
+	case s.opens <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(s.cfg.ColdDeadline)
+	defer t.Stop()
+	select {
+	case s.opens <- struct{}{}:
+		return nil
+	case <-t.C:
+		return &fs.PathError{Op: "open", Path: name, Err: errOpenWait}
+	}
+}
+
+func (s *Server) giveOpen() {
+	if s.opens != nil {
+		<-s.opens
+	}
+}
+
 func (s *Server) stat(name string) (fs.FileInfo, error) {
 	if name == "" {
 		name = "."
 	}
-	if s.opens != nil {
-		s.opens <- struct{}{}
-		defer func() { <-s.opens }()
+	if err := s.takeOpen(name); err != nil {
+		return nil, err
 	}
+	defer s.giveOpen()
 	if s.cfg.FollowSymlinks {
 		return os.Stat(filepath.Join(s.cfg.Root, filepath.FromSlash(name)))
 	}

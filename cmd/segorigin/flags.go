@@ -119,7 +119,7 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.StringVar(&c.ProxyProtocol, "proxy-protocol", "off", "PROXY protocol v1/v2 header from trusted proxies: off, optional, required (refused from any other peer)")
 	fs.IntVar(&c.ColdReaders, "cold-readers", c.ColdReaders, "goroutines that read bytes not in the page cache before they are sent, so sendfile never waits for storage (0: off, sendfile may block a thread)")
 	fs.IntVar(&c.ColdQueue, "cold-queue", c.ColdQueue, "requests that may wait for a cold reader; beyond it 503 with Retry-After")
-	fs.DurationVar(&c.ColdDeadline, "cold-deadline", c.ColdDeadline, "longest wait for a cold reader; past it 503 with Retry-After")
+	fs.DurationVar(&c.ColdDeadline, "cold-deadline", c.ColdDeadline, "longest wait for a cold reader, a turn to open a file, or another request's open of it; past it 503 with Retry-After")
 	ra := &c.ReadAhead
 	fs.IntVar(&ra.Readers, "readahead-readers", ra.Readers, "cold readers that may read ahead at once (0: no read-ahead; fewer than -cold-readers)")
 	fs.IntVar(&ra.Queue, "readahead-queue", ra.Queue, "predictions waiting for a reader; more are dropped")
