@@ -139,10 +139,9 @@ func (a *authorizer) stripCarrier(name string) (file, seg string) {
 type grant struct {
 	until   int64 // unix second the token expires (exp=, expires=); 0: no token involved (public path)
 	private bool  // the token came in a cookie or Authorization header, not in the URL
-	// seg is the path carrier's segment the check accepted ("" for none):
-	// read-ahead checks another file against the same credentials. It
-	// aliases the request's path buffer, like the name it came with.
-	seg string
+	// seg is the path carrier's segment the check accepted (empty for
+	// none): read-ahead checks another file against the same credentials.
+	seg reqName
 }
 
 // check authorizes a request for file (cleaned, no leading slash). seg is
@@ -166,7 +165,7 @@ func (a *authorizer) verify(ctx *fasthttp.RequestCtx, file, seg, ip string, now 
 	path := "/" + file
 	for _, p := range a.cfg.Public {
 		if underPrefix(path, p) {
-			return grant{seg: seg}, true, nil
+			return grant{}, true, nil
 		}
 	}
 	var until time.Time
@@ -197,7 +196,7 @@ func (a *authorizer) verify(ctx *fasthttp.RequestCtx, file, seg, ip string, now 
 	if err != nil {
 		return grant{}, false, err
 	}
-	g.until, g.seg = until.Unix(), seg
+	g.until = until.Unix()
 	return g, false, nil
 }
 
@@ -205,7 +204,7 @@ func (a *authorizer) verify(ctx *fasthttp.RequestCtx, file, seg, ip string, now 
 // in ctx) would also fetch file: a read-ahead may read only what its
 // request could have asked for itself.
 func (a *authorizer) permits(ctx *fasthttp.RequestCtx, g grant, file, ip string, now time.Time) bool {
-	_, _, err := a.verify(ctx, file, g.seg, ip, now)
+	_, _, err := a.verify(ctx, file, g.seg.view(), ip, now)
 	return err == nil
 }
 

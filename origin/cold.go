@@ -54,14 +54,13 @@ type coldCounters struct {
 // With p.noBlock a first window that is not resident is not waited for:
 // p.wouldBlock is set and nothing is counted, for the engine to ask again
 // from a goroutine that may wait.
-func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan, name string, k kind, h *cache.Handle, spans []ranges.Span, g grant) error {
+func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan, k kind, h *cache.Handle, spans []ranges.Span, g grant) error {
 	if s.cold == nil || !ctx.IsGet() {
 		return nil
 	}
-	// The caller's name aliases a pooled buffer valid only until route
-	// returns; the pool, the read-ahead and the body stream keep theirs,
-	// so they take the cache's own copy.
-	name = h.Name
+	// The pool, the read-ahead and the body stream keep the name: the
+	// cache's own copy.
+	name := h.Name
 	sp := ranges.Span{Start: 0, Length: h.Size}
 	if len(spans) > 0 {
 		sp = spans[0]

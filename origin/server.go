@@ -64,7 +64,7 @@ type Server struct {
 
 	streamPool sync.Pool // *bodyStream
 	planPool   sync.Pool // *plan
-	pathPool   sync.Pool // *[pathScratch]byte: the cache key of a request, see route
+	pathPool   sync.Pool // *pathBuf: the cache key of a request, see route
 
 	cacheControl [3][]byte                 // Cache-Control value by kind, from cfg
 	errorCC      errorCacheControl         // Cache-Control of error responses by status, from cfg
@@ -110,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }
 	s.planPool.New = func() any { return new(plan) }
-	s.pathPool.New = func() any { return new([pathScratch]byte) }
+	s.pathPool.New = func() any { return new(pathBuf) }
 	s.latency = newLatency()
 	for k := range s.latencyBy {
 		s.latencyBy[k] = s.latency.WithLabelValues(kind(k).String())
