@@ -70,10 +70,20 @@ type Config struct {
 	// through its descriptor instead. 0 disables inlining.
 	InlineBudget int64
 
+	// WaitTimeout bounds how long a caller waits for another caller's open
+	// of the same name (a hung network file system holds that open in the
+	// kernel); past it Acquire returns ErrWaitTimeout and the open goes on
+	// for its own caller. 0: wait as long as the open takes.
+	WaitTimeout time.Duration
+
 	// Now is the clock for negative entries and revalidation. nil means
 	// time.Now.
 	Now func() time.Time
 }
+
+// ErrWaitTimeout: Acquire waited WaitTimeout for an open of the same name
+// already in progress and gave up.
+var ErrWaitTimeout = errors.New("cache: waited too long for an open in progress")
 
 const (
 	defaultNegativeTTL   = time.Second
@@ -98,6 +108,7 @@ type Cache struct {
 	inlineMax    int64         // largest file inlined; 0: none
 	inlineBudget int64         // most inline bytes alive at once
 	revalidate   atomic.Int64  // nanoseconds; <= 0: no revalidation
+	waitTimeout  time.Duration // <= 0: waiters wait for the open however long
 
 	mu       sync.Mutex                            // protects files, negative, inflight, dropped, closed
 	files    *simplelru.LRU[string, *Handle]       // listed open files; each holds one reference
@@ -128,6 +139,7 @@ type negativeEntry struct {
 type call struct {
 	done    chan struct{} // closed when h and err are set
 	waiters int           // callers waiting besides the opener; under Cache.mu
+	settled bool          // h, err and the reference count are set: a waiter can no longer leave; under Cache.mu
 	stale   bool          // an invalidation matched the name while open ran: list nothing; under Cache.mu
 	h       *Handle       // result; carries one reference for the opener and one per waiter
 	err     error
@@ -150,6 +162,8 @@ func New(cfg Config) (*Cache, error) {
 		return nil, fmt.Errorf("cache: InlineMax %d is negative", cfg.InlineMax)
 	case cfg.InlineBudget < 0:
 		return nil, fmt.Errorf("cache: InlineBudget %d is negative", cfg.InlineBudget)
+	case cfg.WaitTimeout < 0:
+		return nil, fmt.Errorf("cache: WaitTimeout %v is negative", cfg.WaitTimeout)
 	}
 	c := &Cache{
 		open:        cfg.Open,
@@ -158,6 +172,7 @@ func New(cfg Config) (*Cache, error) {
 		maxFiles:    cfg.MaxFiles,
 		negativeTTL: cfg.NegativeTTL,
 		negMax:      cfg.NegativeBytes,
+		waitTimeout: cfg.WaitTimeout,
 	}
 	if c.negMax == 0 {
 		c.negMax = defaultNegativeBytes
@@ -375,8 +390,7 @@ func (c *Cache) loadLocked(name string) (*Handle, error) {
 	if cl, ok := c.inflight[name]; ok {
 		cl.waiters++
 		c.unlock()
-		<-cl.done
-		return cl.h, cl.err
+		return c.wait(name, cl)
 	}
 	cl := &call{done: make(chan struct{})}
 	c.inflight[name] = cl
@@ -401,10 +415,36 @@ func (c *Cache) loadLocked(name string) (*Handle, error) {
 	case listable && c.negativeTTL > 0 && errors.Is(err, fs.ErrNotExist):
 		c.rememberMissingLocked(name, err)
 	}
-	cl.h, cl.err = h, err
+	cl.h, cl.err, cl.settled = h, err, true
 	c.unlock()
 	close(cl.done)
 	return h, err
+}
+
+// wait waits for cl, another caller's open of name, at most WaitTimeout.
+// A waiter that gives up leaves the count before the opener sets the
+// references (under c.mu), so none is handed to it; one that finds the
+// call settled takes its result, reference included.
+func (c *Cache) wait(name string, cl *call) (*Handle, error) {
+	if c.waitTimeout <= 0 {
+		<-cl.done
+		return cl.h, cl.err
+	}
+	t := time.NewTimer(c.waitTimeout)
+	defer t.Stop()
+	select {
+	case <-cl.done:
+		return cl.h, cl.err
+	case <-t.C:
+	}
+	c.mu.Lock()
+	if cl.settled {
+		c.mu.Unlock()
+		return cl.h, cl.err
+	}
+	cl.waiters--
+	c.mu.Unlock()
+	return nil, &fs.PathError{Op: "open", Path: name, Err: ErrWaitTimeout}
 }
 
 // negativeCost is what a negative entry for name counts against

@@ -45,7 +45,8 @@
 //     removed before Add. The eviction callback only queues the entry; the
 //     reference is dropped after the lock is released.
 //  3. Concurrent misses for one name open the file once; the other callers
-//     wait for that open and share its result.
+//     wait for that open (at most Config.WaitTimeout, then ErrWaitTimeout,
+//     holding no reference) and share its result.
 //  4. An invalidation that arrives while a miss is being opened marks that
 //     open stale: its result still answers the callers that were waiting
 //     (they asked before the change), but it is not cached.

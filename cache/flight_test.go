@@ -176,3 +176,40 @@ func TestInvalidateDuringOpenForgetsNotExist(t *testing.T) {
 		t.Errorf("content = %q, want %q", got, "created")
 	}
 }
+
+// TestWaitTimeoutLeavesTheOpen: a caller waiting for another's open gives
+// up after WaitTimeout with ErrWaitTimeout and takes no reference; the
+// opener, and a caller still waiting, get the file when the open returns,
+// and the references add up (the descriptor closes with the last one).
+func TestWaitTimeoutLeavesTheOpen(t *testing.T) {
+	f := newFixture(t, map[string]string{"a": "slow"})
+	g := newGate()
+	f.openHook = g.hook
+	cfg := f.config(4)
+	cfg.WaitTimeout = time.Millisecond
+	c := newCache(t, cfg)
+
+	opened := make(chan *cache.Handle, 1)
+	go func() {
+		h, err := c.Acquire("a")
+		if err != nil {
+			t.Errorf("opener: Acquire: %v", err)
+		}
+		opened <- h
+	}()
+	<-g.started
+	for range 3 {
+		if h, err := c.Acquire("a"); !errors.Is(err, cache.ErrWaitTimeout) || h != nil {
+			t.Fatalf("Acquire while the open hangs = %v, %v; want nil, ErrWaitTimeout", h, err)
+		}
+	}
+	close(g.release)
+	h := <-opened
+	if got := content(t, h); got != "slow" {
+		t.Errorf("opener reads %q, want %q", got, "slow")
+	}
+	h.Release()
+	wantStat(t, "OpenFiles (the cache's reference only)", c.Stats().OpenFiles, 1)
+	c.Invalidate("a")
+	wantStat(t, "OpenFiles after invalidation", c.Stats().OpenFiles, 0)
+}

@@ -20,7 +20,8 @@ type AuthConfig struct {
 	// Keys verifies EdgeAuth-shape tokens (the default scheme). nil with
 	// SecureLinkSecret empty: authorization off.
 	Keys *token.Keyring
-	// Skew is the clock skew allowed on st= and exp= (default 30s).
+	// Skew is the clock skew allowed on st= and exp= (DefaultConfig:
+	// token.DefaultSkew); 0 allows none.
 	Skew time.Duration
 	// PathPrefix is the path carrier: /<prefix>/<token segment>/<path>
 	// ("t" gives /t/<segment>/vod/title42/master.m3u8). Empty disables it.
@@ -35,13 +36,13 @@ type AuthConfig struct {
 	// whole path segments: "/public" (or "/public/") covers /public and
 	// everything under /public/, never /publicity.txt.
 	Public []string
-	// MissingStatus answers a request with no token at all: 401 (default,
-	// with WWW-Authenticate) or 403.
+	// MissingStatus answers a request with no token at all: 401 (with
+	// WWW-Authenticate; DefaultConfig's) or 403.
 	MissingStatus int
 
 	// SecureLinkSecret selects the nginx secure_link scheme instead (for
 	// migrations): ?md5=<hash>&expires=<unix> in the query, checked with
-	// SecureLinkExpression (default "$expires$uri$remote_addr $secret").
+	// SecureLinkExpression (DefaultConfig: "$expires$uri$remote_addr $secret").
 	SecureLinkSecret     string
 	SecureLinkExpression string
 }
@@ -50,22 +51,19 @@ func (a *AuthConfig) enabled() bool { return a.Keys != nil || a.SecureLinkSecret
 
 // authorizer checks every request that is not public.
 type authorizer struct {
-	cfg    AuthConfig
-	verify *token.Verifier           // EdgeAuth scheme
-	link   *token.SecureLinkVerifier // secure_link scheme
-	prefix string                    // "t/": the path carrier, as the cleaned path starts
-	stats  *authCounters
-	logs   [NumAuthReasons]rateLimitedLog // refusals, by AuthReason.logGroup, so each reason is logged
-	redact token.Redactor                 // hides this configuration's carriers in logs
+	cfg      AuthConfig
+	verifier *token.Verifier           // EdgeAuth scheme
+	link     *token.SecureLinkVerifier // secure_link scheme
+	prefix   string                    // "t/": the path carrier, as the cleaned path starts
+	stats    *authCounters
+	logs     [NumAuthReasons]rateLimitedLog // refusals, by AuthReason.logGroup, so each reason is logged
+	redact   token.Redactor                 // hides this configuration's carriers in logs
 }
 
 var errNoToken = errors.New("origin: no token")
 
 func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*authorizer, error) {
 	a := &authorizer{cfg: cfg, stats: stats}
-	if cfg.MissingStatus == 0 {
-		a.cfg.MissingStatus = fasthttp.StatusUnauthorized
-	}
 	if s := a.cfg.MissingStatus; s != fasthttp.StatusUnauthorized && s != fasthttp.StatusForbidden {
 		return nil, fmt.Errorf("auth missing status: %d, want 401 or 403", s)
 	}
@@ -86,13 +84,9 @@ func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*
 	var err error
 	switch {
 	case cfg.SecureLinkSecret != "":
-		expr := cfg.SecureLinkExpression
-		if expr == "" {
-			expr = "$expires$uri$remote_addr $secret"
-		}
-		a.link, err = token.NewSecureLink(cfg.SecureLinkSecret, expr)
+		a.link, err = token.NewSecureLink(cfg.SecureLinkSecret, cfg.SecureLinkExpression)
 	case cfg.Keys != nil:
-		a.verify, err = token.NewVerifier(token.VerifierConfig{Keys: cfg.Keys, Skew: cfg.Skew})
+		a.verifier, err = token.NewVerifier(token.VerifierConfig{Keys: cfg.Keys, Skew: cfg.Skew})
 	}
 	if err != nil {
 		return nil, err
@@ -139,22 +133,36 @@ func (a *authorizer) stripCarrier(name string) (file, seg string) {
 type grant struct {
 	until   int64 // unix second the token expires (exp=, expires=); 0: no token involved (public path)
 	private bool  // the token came in a cookie or Authorization header, not in the URL
+	// seg is the path carrier's segment the check accepted (empty for
+	// none): read-ahead checks another file against the same credentials.
+	seg reqName
 }
 
 // check authorizes a request for file (cleaned, no leading slash). seg is
 // the path carrier's segment, if any. It returns the grant and nil,
 // errNoToken, or a token error (errors.Is with token.Err*).
 func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg, ip string, now time.Time) (grant, error) {
+	g, public, err := a.verify(ctx, file, seg, ip, now)
+	switch {
+	case public:
+		a.stats.count(AuthPublic)
+	default:
+		a.stats.count(authReasonOf(err))
+	}
+	return g, err
+}
+
+// verify is check without counting: it also answers whether the request's
+// credentials would fetch another file (read-ahead, see permits). public
+// says file lies under a public prefix.
+func (a *authorizer) verify(ctx *fasthttp.RequestCtx, file, seg, ip string, now time.Time) (g grant, public bool, err error) {
 	path := "/" + file
 	for _, p := range a.cfg.Public {
 		if underPrefix(path, p) {
-			a.stats.count(AuthPublic)
-			return grant{}, nil
+			return grant{}, true, nil
 		}
 	}
-	var g grant
 	var until time.Time
-	var err error
 	switch {
 	case a.link != nil:
 		args := ctx.QueryArgs()
@@ -166,7 +174,7 @@ func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg, ip string, now t
 			until = time.Unix(secs, 0)
 		}
 	case seg != "":
-		until, err = a.verify.VerifySegmentUntil(seg, path, ip, now)
+		until, err = a.verifier.VerifySegmentUntil(seg, path, ip, now)
 	default:
 		tok, inURL := a.findToken(ctx)
 		g.private = !inURL
@@ -174,17 +182,24 @@ func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg, ip string, now t
 		case tok == nil:
 			err = errNoToken
 		case bytes.Contains(tok, []byte("hmac=")):
-			until, err = a.verify.VerifyBytesUntil(tok, path, ip, now)
+			until, err = a.verifier.VerifyBytesUntil(tok, path, ip, now)
 		default:
-			until, err = a.verify.VerifySegmentUntil(string(tok), path, ip, now)
+			until, err = a.verifier.VerifySegmentUntil(string(tok), path, ip, now)
 		}
 	}
-	a.stats.count(authReasonOf(err))
 	if err != nil {
-		return grant{}, err
+		return grant{}, false, err
 	}
 	g.until = until.Unix()
-	return g, nil
+	return g, false, nil
+}
+
+// permits reports whether the credentials that earned g (with the request
+// in ctx) would also fetch file: a read-ahead may read only what its
+// request could have asked for itself.
+func (a *authorizer) permits(ctx *fasthttp.RequestCtx, g grant, file, ip string, now time.Time) bool {
+	_, _, err := a.verify(ctx, file, g.seg.view(), ip, now)
+	return err == nil
 }
 
 // findToken looks in the query, cookie and Authorization carriers, in that

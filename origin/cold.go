@@ -48,20 +48,19 @@ type coldCounters struct {
 // beforeBody is the cold path's one hook into the request path: for a GET
 // with a body it makes the first window of the first span resident, so
 // that the response can still be refused with 503 before its header
-// leaves, and tells read-ahead what was asked for. Later windows are made
-// resident by the body stream (sendSpan).
+// leaves, and tells read-ahead what was asked for (and what authorized
+// it: g). Later windows are made resident by the body stream (sendSpan).
 //
 // With p.noBlock a first window that is not resident is not waited for:
 // p.wouldBlock is set and nothing is counted, for the engine to ask again
 // from a goroutine that may wait.
-func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan, name string, k kind, h *cache.Handle, spans []ranges.Span) error {
+func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan, k kind, h *cache.Handle, spans []ranges.Span, g grant) error {
 	if s.cold == nil || !ctx.IsGet() {
 		return nil
 	}
-	// The caller's name aliases a pooled buffer valid only until route
-	// returns; the pool, the read-ahead and the body stream keep theirs,
-	// so they take the cache's own copy.
-	name = h.Name
+	// The pool, the read-ahead and the body stream keep the name: the
+	// cache's own copy.
+	name := h.Name
 	sp := ranges.Span{Start: 0, Length: h.Size}
 	if len(spans) > 0 {
 		sp = spans[0]
@@ -73,7 +72,7 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan, name string, k ki
 		// Inlined: the body is in memory, no page to wait for and no
 		// residency syscall (one send per small response).
 		if s.ra != nil {
-			s.ra.served(ctx, name, k, h, sp, true)
+			s.ra.served(ctx, name, k, h, sp, true, g)
 		}
 		return nil
 	}
@@ -98,7 +97,7 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan, name string, k ki
 		return err
 	}
 	if s.ra != nil {
-		s.ra.served(ctx, name, k, h, sp, resident)
+		s.ra.served(ctx, name, k, h, sp, resident, g)
 	}
 	return nil
 }

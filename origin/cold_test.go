@@ -69,6 +69,24 @@ func rawGet(addr, target string) (*http.Response, []byte, error) {
 	return resp, body, err
 }
 
+// coldResult is a response a goroutine of the test waited for.
+type coldResult struct {
+	resp *http.Response
+	body []byte
+	err  error
+}
+
+// mustAllOK receives n results and checks each is a 200 of size bytes.
+func mustAllOK(t *testing.T, results <-chan coldResult, n int, size int64, what string) {
+	t.Helper()
+	for range n {
+		res := <-results
+		if res.err != nil || res.resp.StatusCode != 200 || int64(len(res.body)) != size {
+			t.Errorf("%s: %v, %d bytes, err %v; want 200 with %d bytes", what, res.resp, len(res.body), res.err, size)
+		}
+	}
+}
+
 // osThreads counts this process's OS threads.
 func osThreads(t *testing.T) int {
 	t.Helper()
@@ -189,16 +207,11 @@ func TestColdQueueFullAnswers503(t *testing.T) {
 	})
 	f.Hold()
 	defer f.Open()
-	type result struct {
-		resp *http.Response
-		body []byte
-		err  error
-	}
-	results := make(chan result, 2)
+	results := make(chan coldResult, 2)
 	for i := range 2 {
 		go func() {
 			r, b, err := rawGet(ts.addr, fmt.Sprintf("/v/seg%04d.ts", i))
-			results <- result{r, b, err}
+			results <- coldResult{r, b, err}
 		}()
 		want := int64(i + 1)
 		waitFor(t, 10*time.Second, "request queued", func() bool { return ts.srv.Stats().Cold.Waited == want })
@@ -213,12 +226,7 @@ func TestColdQueueFullAnswers503(t *testing.T) {
 	}
 	mustBody(t, ts.get("/v/index.m3u8"), []byte(playlistFor(3)), "resident playlist while the queue is full")
 	f.Open()
-	for range 2 {
-		res := <-results
-		if res.err != nil || res.resp.StatusCode != 200 || len(res.body) != size {
-			t.Errorf("queued cold request: %v, %d bytes, err %v; want 200 with %d bytes", res.resp, len(res.body), res.err, size)
-		}
-	}
+	mustAllOK(t, results, 2, size, "queued cold request")
 	if got := ts.srv.Stats().Cold.Refused; got != 1 {
 		t.Errorf("Cold.Refused = %d, want 1", got)
 	}
@@ -239,8 +247,8 @@ func TestColdDeadlineAnswers503(t *testing.T) {
 	// RFC 9110 §10.2.3: Retry-After "indicate[s] how long the user agent
 	// ought to wait before making a follow-up request". Spread over 1-3 s,
 	// so that clients refused together do not all retry together. A
-	// file each: a second request for the one in flight waits on that
-	// read, which is a wait of its own.
+	// file each: a second request for the one in flight would join that
+	// read instead.
 	seen := map[string]int{}
 	for i := range n {
 		r := ts.get(fmt.Sprintf("/v/seg%04d.ts", i))
@@ -254,6 +262,55 @@ func TestColdDeadlineAnswers503(t *testing.T) {
 	}
 	if len(seen) < 2 {
 		t.Errorf("%d 503s: Retry-After values %v, want them spread over 1-3 s", n, seen)
+	}
+}
+
+// TestHungOpensAnswer503: opens that hang (a network file system gone
+// away) hold only their own requests. A request waiting for a turn among
+// the opens in progress (at most -cold-readers), and one waiting for
+// another request's open of the same file, get 503 with Retry-After once
+// -cold-deadline passes; the hung opens are answered when storage is back.
+func TestHungOpensAnswer503(t *testing.T) { everyMode(t, testHungOpensAnswer503) }
+
+func testHungOpensAnswer503(t *testing.T, mode serverMode) {
+	const size = 64 << 10
+	f := coldRig(t, 3, size)
+	ts := mode.start(t, f.Dir(), func(c *origin.Config) {
+		c.ColdReaders, c.ColdDeadline = 2, 200*time.Millisecond
+		c.ReadAhead.Readers = 0
+		c.Watch = false
+	})
+	f.HoldOpens()
+	defer f.ReleaseOpens()
+	results := make(chan coldResult, 2)
+	for i := range 2 {
+		c := ts.dial()
+		c.write("GET", fmt.Sprintf("/v/seg%04d.ts", i))
+		go func() {
+			resp, err := http.ReadResponse(c.br, nil)
+			var body []byte
+			if err == nil {
+				body, err = io.ReadAll(resp.Body)
+			}
+			results <- coldResult{resp, body, err}
+		}()
+	}
+	waitFor(t, 10*time.Second, "two opens hung", func() bool { return f.OpensWaiting() == 2 })
+	for _, tt := range []struct{ target, what string }{
+		{"/v/seg0002.ts", "waiting for a turn to open"},
+		{"/v/seg0000.ts", "waiting for another request's open of the file"},
+	} {
+		r := ts.get(tt.target)
+		mustStatus(t, r, 503, tt.what)
+		if ra := r.header("Retry-After"); ra != "1" && ra != "2" && ra != "3" {
+			t.Errorf("%s: Retry-After %q, want 1, 2 or 3", tt.what, ra)
+		}
+	}
+	f.ReleaseOpens()
+	mustAllOK(t, results, 2, size, "request whose open hung")
+	mustBody(t, ts.get("/v/seg0002.ts"), synthBytes("seg0002.ts", 0, size), "after storage came back")
+	if got := ts.srv.Stats().Cold.Refused; got != 2 {
+		t.Errorf("Cold.Refused = %d, want 2", got)
 	}
 }
 

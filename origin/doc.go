@@ -93,9 +93,12 @@
 //
 // # File descriptor ownership
 //
-// The handler acquires a *cache.Handle (by a cache key in a pooled buffer:
-// nothing may keep that string past the handler). For GET with a body it hands the
-// handle to a pooled bodyStream, whose Close (always called by fasthttp,
+// The handler acquires a *cache.Handle by the request's name, a reqName
+// over the request's reused path buffer: not a string, so keeping it takes
+// a visible copy (String), and one kept past its request panics on use
+// rather than read another request's path; past the lookup the handler
+// uses the handle's own copy (Handle.Name). For GET with a body it hands
+// the handle to a pooled bodyStream, whose Close (always called by fasthttp,
 // for HEAD and on errors too) releases it; every other answer releases it
 // in the handler. The cache closes the fd only when it has dropped the
 // entry and the last response using it has released it, so no fd closes

@@ -63,8 +63,8 @@ type loopReq struct {
 	p       plan
 	rh      reqHeaders
 	g       grant
-	name    string // aliases scratch
-	scratch [pathScratch]byte
+	name    reqName // over scratch
+	scratch pathBuf
 	rd      bytes.Reader
 	br      *bufio.Reader
 	uri     fasthttp.URI
@@ -528,7 +528,8 @@ func (ls *loopServer) putReq(r *loopReq) {
 	r.ctx.ResetUserValues()
 	r.ctx.Request.Reset()
 	r.ctx.Response.Reset()
-	r.c, r.name, r.g, r.counted, r.via = nil, "", grant{}, false, ""
+	r.scratch.release()
+	r.c, r.name, r.g, r.counted, r.via = nil, reqName{}, grant{}, false, ""
 	r.p = plan{}
 	r.resp.Reset()
 	r.rd.Reset(nil)

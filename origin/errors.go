@@ -51,8 +51,7 @@ func statusFor(err error) int {
 		return fasthttp.StatusNotFound
 	case errors.Is(err, fs.ErrPermission):
 		return fasthttp.StatusForbidden
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE),
-		errors.Is(err, coldread.ErrBusy), errors.Is(err, coldread.ErrDeadline):
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), isColdBusy(err):
 		return fasthttp.StatusServiceUnavailable
 	}
 	return fasthttp.StatusInternalServerError
@@ -67,9 +66,12 @@ var retryAfterValues = [...]string{"1", "2", "3"}
 // retryAfter picks a Retry-After value from r, a uniformly random number.
 func retryAfter(r uint64) string { return retryAfterValues[r%uint64(len(retryAfterValues))] }
 
-// isColdBusy: the cold-read pool refused or timed out the request.
+// isColdBusy: the cold-read pool refused or timed out the request, or its
+// open waited past the same deadline (for a turn, or for another
+// request's open of the file).
 func isColdBusy(err error) bool {
-	return errors.Is(err, coldread.ErrBusy) || errors.Is(err, coldread.ErrDeadline)
+	return errors.Is(err, coldread.ErrBusy) || errors.Is(err, coldread.ErrDeadline) ||
+		errors.Is(err, errOpenWait) || errors.Is(err, cache.ErrWaitTimeout)
 }
 
 // isRootEscape recognises os.Root's refusal of a path (a symlink, mostly)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
@@ -64,11 +63,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 // route answers the request into p.
 func (s *Server) route(ctx *fasthttp.RequestCtx, p *plan) {
 	// The cache key lives in a pooled buffer, not a new string: a
-	// request allocates nothing. name aliases that buffer until route
-	// returns, so nothing below may keep it (the cache copies the names it
-	// lists; logging formats synchronously; the body stream never sees it).
-	sp := s.pathPool.Get().(*[pathScratch]byte)
-	defer s.pathPool.Put(sp)
+	// request allocates nothing. The reqName over it ends when route
+	// returns (see reqName).
+	sp := s.pathPool.Get().(*pathBuf)
+	defer s.putPath(sp)
 	var rh reqHeaders
 	name, g, ok := s.resolve(ctx, &rh, sp)
 	if !ok {
@@ -81,7 +79,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, p *plan) {
 // resolve runs the steps of a request that need no file: the message
 // checks, the method, the path (decoded into sp) and authorization. ok
 // false: ctx.Response holds the answer.
-func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *[pathScratch]byte) (name string, g grant, ok bool) {
+func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) (name reqName, g grant, ok bool) {
 	s.stats.Requests.Add(1)
 	rh.scan(&ctx.Request.Header)
 	// Every response: a browser must never guess a media or playlist
@@ -93,25 +91,25 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *[pathScra
 		// on the connection cannot be trusted either.
 		ctx.SetConnectionClose()
 		s.fail(ctx, err)
-		return "", g, false
+		return name, g, false
 	}
 	switch {
 	case ctx.IsGet(), ctx.IsHead():
 	case ctx.IsOptions():
 		s.options(ctx)
-		return "", g, false
+		return name, g, false
 	case isKnownMethod(ctx.Method()):
 		// RFC 9110 §15.5.6: "The origin server MUST generate an Allow
 		// header field in a 405 response".
 		ctx.Response.Header.Set("Allow", corsAllowMethods)
 		s.fail(ctx, errMethod)
-		return "", g, false
+		return name, g, false
 	default:
 		// RFC 9110 §9.1: "An origin server that receives a request method
 		// that is unrecognized or not implemented SHOULD respond with the
 		// 501 (Not Implemented) status code."
 		s.fail(ctx, errNotImplemented)
-		return "", g, false
+		return name, g, false
 	}
 	s.countCMCD(ctx, rh)
 	raw := ctx.URI().PathOriginal()
@@ -123,50 +121,54 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *[pathScra
 		// the absolute-form: its path is "/".
 		raw = slash
 	}
-	key, err := cleanPathInto(sp[:0], raw)
-	name = unsafe.String(unsafe.SliceData(key), len(key))
-	if err == nil && !s.cfg.ServeDotfiles && hiddenSegment(name) {
+	key, err := cleanPathInto(sp.b[:0], raw)
+	name = sp.name(key)
+	if err == nil && !s.cfg.ServeDotfiles && hiddenSegment(name.view()) {
 		err = errHiddenPath
 	}
 	if err != nil {
 		s.fail(ctx, err)
-		return "", g, false
+		return name, g, false
 	}
 	if a := s.auth.Load(); a != nil {
-		file, seg := a.stripCarrier(name)
+		file, seg := a.stripCarrier(name.view())
 		if g, err = a.check(ctx, file, seg, s.clientIP(ctx), s.cfg.Now()); err != nil {
 			s.deny(ctx, a, file, err)
-			return "", g, false
+			return name, g, false
 		}
-		name = file
+		g.seg = name.sub(seg)
+		name = name.sub(file)
 	}
 	return name, g, true
 }
 
 // serveName answers a resolved request for name into p: the file from the
 // cache, then serveFile.
-func (s *Server) serveName(ctx *fasthttp.RequestCtx, p *plan, name string, rh *reqHeaders, g grant) {
+func (s *Server) serveName(ctx *fasthttp.RequestCtx, p *plan, name reqName, rh *reqHeaders, g grant) {
 	p.kind = kindOther
 	var h *cache.Handle
 	var outcome cache.Outcome
 	var err error
 	if p.noBlock {
 		var ready bool
-		if h, outcome, err, ready = s.cache.TryAcquire(name); !ready {
+		if h, outcome, err, ready = s.cache.TryAcquire(name.view()); !ready {
 			p.wouldBlock = true
 			return
 		}
 	} else {
-		h, outcome, err = s.cache.AcquireOutcome(name)
+		h, outcome, err = s.cache.AcquireOutcome(name.view())
 	}
 	if s.access.w != nil {
 		ctx.SetUserValue(userCacheOutcome, outcome)
 	}
 	if err != nil {
+		if isColdBusy(err) {
+			s.stats.Cold.Refused.Add(1) // the open waited past -cold-deadline
+		}
 		s.fail(ctx, err)
 		return
 	}
-	s.serveFile(ctx, p, name, h, rh, g)
+	s.serveFile(ctx, p, h, rh, g)
 }
 
 var slash = []byte("/")
@@ -227,11 +229,11 @@ func isKnownMethod(m []byte) bool {
 
 // serveFile answers GET or HEAD for an open file into p. It owns h: it
 // either hands it to the plan (p.h, released by whoever renders it) or
-// releases it.
-func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, name string, h *cache.Handle, rh *reqHeaders, g grant) {
+// releases it. The file's name is h.Name, the cache's own copy.
+func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, rh *reqHeaders, g grant) {
 	v := validators{etag: h.ETag}
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
-	mt := lookupType(name)
+	mt := s.lookupType(h.Name)
 	p.kind = mt.kind
 	switch evaluatePreconditions(rh, v) {
 	case notModified:
@@ -271,7 +273,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, name string, h *ca
 		}
 	}
 
-	if err := s.beforeBody(ctx, p, name, mt.kind, h, spans); err != nil {
+	if err := s.beforeBody(ctx, p, mt.kind, h, spans, g); err != nil {
 		h.Release()
 		if !p.wouldBlock {
 			s.fail(ctx, err)
@@ -314,10 +316,6 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, name string, h *ca
 	}
 	p.h, p.spans, p.mp, p.total = h, spans, mp, total
 }
-
-// pathScratch is the size of a pooled path buffer; a longer decoded path
-// grows into a fresh one for that request.
-const pathScratch = 256
 
 // setValidators writes the headers a 200, 206 and 304 share: RFC 9110
 // §15.4.5 says a 304 carries the ETag, Cache-Control and Date the 200 would.

@@ -47,6 +47,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		`segorigin_watcher_degraded 0`,
 		`segorigin_cache_negative_bytes 266`, // "missing.ts" plus 256
 		`segorigin_proxy_protocol_total{outcome="accepted"} 0`,
+		`segorigin_readahead_refused_total{reason="unauthorized"} 0`,
 		`go_goroutines`,
 		`process_open_fds`,
 		// The second GET of seg.m4s is a hit unless a late watcher

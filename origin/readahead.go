@@ -23,7 +23,7 @@ import (
 )
 
 // ReadAheadConfig says what to read ahead. Read-ahead runs on the cold
-// readers (Config.ColdReaders), so it is off when they are.
+// readers (Config.ColdReaders): Readers must be 0 when they are off.
 type ReadAheadConfig struct {
 	// Readers is how many cold readers may read ahead at once; the others
 	// only serve waiting requests. 0 turns read-ahead off.
@@ -57,20 +57,40 @@ func (s raSource) String() string {
 	return [...]string{"playlist", "byterange", "template", "sidx", "cmcd"}[s]
 }
 
+// raRefusal is why a prediction was dropped before anything was read: a
+// read-ahead may read only what the request that prompted it could have
+// fetched itself, and a client's hint must not make the server read the
+// same bytes again and again.
+type raRefusal int
+
+const (
+	refusedOutsideRoot  raRefusal = iota // not a clean name inside the root (a nor that climbs, names a host, or is malformed)
+	refusedHidden                        // a segment starts with '.' (hidden files are never served)
+	refusedUnauthorized                  // the request's token (or public prefix) does not cover it
+	refusedSymlink                       // it resolves, through a symlink, outside the root or to a hidden file
+	refusedRepeated                      // a CMCD hint inside what read-ahead just read for that file
+	numRefusals
+)
+
+func (r raRefusal) String() string {
+	return [...]string{"outside_root", "hidden", "unauthorized", "symlink", "repeated"}[r]
+}
+
 // raCounters count predictions and what became of them (the live form of
 // ReadAheadStats).
 type raCounters struct {
-	Predicted [numSources]atomic.Int64 // predictions handed to the pool, by source
-	Dropped   atomic.Int64             // predictions the pool had no room for
-	Missing   atomic.Int64             // predicted objects that do not exist (a numbering guess past the end)
-	Resident  atomic.Int64             // predicted objects already resident: nothing to read
-	Issued    atomic.Int64             // predictions read into the page cache
-	Bytes     atomic.Int64             // bytes those reads covered
-	Hit       atomic.Int64             // requests for a read-ahead object that found it resident
-	Wasted    atomic.Int64             // requests for a read-ahead object that found it evicted again
-	Unused    atomic.Int64             // read-ahead objects never requested before being forgotten
-	Indexed   atomic.Int64             // playlists and sidx boxes parsed
-	IndexErrs atomic.Int64             // playlists and sidx boxes that could not be read or parsed
+	Predicted [numSources]atomic.Int64  // predictions handed to the pool, by source
+	Dropped   atomic.Int64              // predictions the pool had no room for
+	Refused   [numRefusals]atomic.Int64 // predictions dropped before any read, by reason
+	Missing   atomic.Int64              // predicted objects that do not exist (a numbering guess past the end)
+	Resident  atomic.Int64              // predicted objects already resident: nothing to read
+	Issued    atomic.Int64              // predictions read into the page cache
+	Bytes     atomic.Int64              // bytes those reads covered
+	Hit       atomic.Int64              // requests for a read-ahead object that found it resident
+	Wasted    atomic.Int64              // requests for a read-ahead object that found it evicted again
+	Unused    atomic.Int64              // read-ahead objects never requested before being forgotten
+	Indexed   atomic.Int64              // playlists and sidx boxes parsed
+	IndexErrs atomic.Int64              // playlists and sidx boxes that could not be read or parsed
 }
 
 const (
@@ -91,9 +111,10 @@ type readAhead struct {
 	srv   *Server
 	stats *raCounters
 
-	dirs   *lru.Cache[string, *dirIndex]  // directory → what its playlists say
-	sidx   *lru.Cache[string, *sidxIndex] // file → its subsegments
-	issued *lru.Cache[raKey, bool]        // read-ahead objects not yet requested (value: read by us)
+	dirs   *lru.Cache[string, *dirIndex]   // directory → what its playlists say
+	sidx   *lru.Cache[string, *sidxIndex]  // file → its subsegments
+	issued *lru.Cache[raKey, bool]         // read-ahead objects not yet requested (value: read by us)
+	hinted *lru.Cache[string, ranges.Span] // file → the span CMCD hints last made us read of it
 }
 
 // dirIndex is what the media playlists of one directory list. A nil media
@@ -125,6 +146,9 @@ func newReadAhead(s *Server) (*readAhead, error) {
 	if ra.sidx, err = lru.New[string, *sidxIndex](raIndexMax); err != nil {
 		return nil, err
 	}
+	if ra.hinted, err = lru.New[string, ranges.Span](raIssuedMax); err != nil {
+		return nil, err
+	}
 	ra.issued, err = lru.NewWithEvict(raIssuedMax, func(_ raKey, loaded bool) {
 		if loaded {
 			ra.stats.Unused.Add(1)
@@ -133,9 +157,19 @@ func newReadAhead(s *Server) (*readAhead, error) {
 	return ra, err
 }
 
+// raRequest is the request a prediction comes from: what it is checked
+// against (see permitted).
+type raRequest struct {
+	ctx *fasthttp.RequestCtx
+	g   grant // what authorized it
+}
+
 // served is called for every GET body the cold path checked: it scores
 // earlier predictions against this request and predicts the next one.
-func (ra *readAhead) served(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, sp ranges.Span, resident bool) {
+// g is what authorized the request; every prediction must pass the same
+// check (permitted).
+func (ra *readAhead) served(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, sp ranges.Span, resident bool, g grant) {
+	req := raRequest{ctx: ctx, g: g}
 	key := raKey{name, sp.Start}
 	if loaded, ok := ra.issued.Peek(key); ok && loaded {
 		// Its request came: score it once, and keep it listed (as not
@@ -158,8 +192,13 @@ func (ra *readAhead) served(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 		return
 	}
 	if ra.cfg.CMCD {
-		if t, ok := ra.fromCMCD(ctx, name); ok {
-			ra.submit(t, srcCMCD)
+		switch t, ok, bad := ra.fromCMCD(ctx, name); {
+		case ok:
+			ra.submit(req, t, srcCMCD)
+		case bad:
+			// A nor that climbs above the root, names another host or
+			// cannot be parsed.
+			ra.stats.Refused[refusedOutsideRoot].Add(1)
 		}
 	}
 	listed := false
@@ -171,13 +210,13 @@ func (ra *readAhead) served(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 				src = srcByteRange
 			}
 			if (src == srcPlaylist && ra.cfg.Playlist) || (src == srcByteRange && ra.cfg.ByteRange) {
-				ra.submit(t, src)
+				ra.submit(req, t, src)
 			}
 		}
 	}
 	if ra.cfg.Sidx && !listed && (sp.Start != 0 || sp.Length != h.Size) && onDemandFile(name) {
 		if t, ok := ra.fromSidx(name, h, sp); ok {
-			ra.submit(t, srcSidx)
+			ra.submit(req, t, srcSidx)
 		}
 	}
 	if ra.cfg.Template && !listed && sp.Start == 0 && sp.Length == h.Size {
@@ -188,23 +227,105 @@ func (ra *readAhead) served(ctx *fasthttp.RequestCtx, name string, k kind, h *ca
 			// Looked up through the scratch; copied only when submitted.
 			key := unsafe.String(unsafe.SliceData(next), len(next))
 			if !ra.issued.Contains(raKey{key, 0}) {
-				ra.submit(predict.Entry{Name: string(next), Off: 0, Len: -1}, srcTemplate)
+				ra.submit(req, predict.Entry{Name: string(next), Off: 0, Len: -1}, srcTemplate)
 			}
 		}
 	}
 }
 
-// submit hands a prediction to the pool unless it was made recently.
-func (ra *readAhead) submit(t predict.Entry, src raSource) {
+// submit hands a prediction to the pool unless it was made recently or
+// req could not have fetched it.
+func (ra *readAhead) submit(req raRequest, t predict.Entry, src raSource) {
 	if ra.issued.Contains(raKey{t.Name, t.Off}) {
 		return
+	}
+	if r, ok := ra.permitted(req, t.Name); !ok {
+		ra.stats.Refused[r].Add(1)
+		return
+	}
+	if src == srcCMCD {
+		var fresh bool
+		if t, fresh = ra.unhinted(t); !fresh {
+			ra.stats.Refused[refusedRepeated].Add(1)
+			return
+		}
 	}
 	switch err := ra.srv.cold.Go(coldread.Key{Name: t.Name, Off: t.Off}, func() { ra.prefetch(t) }); {
 	case err == nil:
 		ra.stats.Predicted[src].Add(1)
 	case errors.Is(err, coldread.ErrBusy):
 		ra.stats.Dropped.Add(1)
+		if src == srcCMCD {
+			ra.hinted.Remove(t.Name) // nothing was read: a later hint may try again
+		}
 	}
+}
+
+// permitted reports whether req could have fetched name itself, and if
+// not, why: a clean name inside the root, no hidden segment (unless
+// ServeDotfiles), and covered by the request's token or a public prefix.
+// Where a symlink leads is checked by the open (Server.open), as for a
+// request; prefetch counts its refusals.
+func (ra *readAhead) permitted(req raRequest, name string) (raRefusal, bool) {
+	if !cleanName(name) {
+		return refusedOutsideRoot, false
+	}
+	s := ra.srv
+	if !s.cfg.ServeDotfiles && hiddenSegment(name) {
+		return refusedHidden, false
+	}
+	if a := s.auth.Load(); a != nil && !a.permits(req.ctx, req.g, name, s.clientIP(req.ctx), s.cfg.Now()) {
+		return refusedUnauthorized, false
+	}
+	return 0, true
+}
+
+// cleanName reports whether name is a key cleanPath could have produced:
+// relative, no empty, "." or ".." segment, no control byte. Every source
+// resolves its names this way already (predict.Resolve); this is the check
+// that does not trust them to.
+func cleanName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for seg := range strings.SplitSeq(name, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// unhinted trims a CMCD hint to the bytes no earlier hint for the same
+// file made read-ahead read (or queue), and remembers them; ok false: it
+// names nothing new. A client varying nrr by a byte must not have the same
+// span read again each time. An open-ended hint covers MaxBytes, or to
+// the end of the file when the cache knows its size.
+func (ra *readAhead) unhinted(t predict.Entry) (predict.Entry, bool) {
+	end := t.Off + ra.cfg.MaxBytes
+	if t.Len >= 0 {
+		end = t.Off + min(t.Len, ra.cfg.MaxBytes)
+	}
+	if h, _, err, ready := ra.srv.cache.TryAcquire(t.Name); ready && err == nil {
+		end = min(end, h.Size)
+		h.Release()
+	}
+	start := t.Off
+	if had, ok := ra.hinted.Get(t.Name); ok && had.Start <= start && start <= had.Start+had.Length {
+		start = max(start, had.Start+had.Length)
+		if start >= end {
+			return t, false
+		}
+		ra.hinted.Add(t.Name, ranges.Span{Start: had.Start, Length: end - had.Start})
+	} else {
+		ra.hinted.Add(t.Name, ranges.Span{Start: start, Length: max(end-start, 0)})
+	}
+	return predict.Entry{Name: t.Name, Off: start, Len: max(end-start, 0)}, true
 }
 
 // prefetch runs on a cold reader: it makes t resident (up to MaxBytes)
@@ -212,7 +333,12 @@ func (ra *readAhead) submit(t predict.Entry, src raSource) {
 func (ra *readAhead) prefetch(t predict.Entry) {
 	h, err := ra.srv.cache.Acquire(t.Name)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, errHiddenPath), isRootEscape(err):
+			// A symlink out of the root or to a hidden file: the
+			// request would have been 404 too.
+			ra.stats.Refused[refusedSymlink].Add(1)
+		case errors.Is(err, fs.ErrNotExist):
 			ra.stats.Missing.Add(1)
 		}
 		ra.issued.Add(raKey{t.Name, t.Off}, false)
@@ -246,31 +372,32 @@ func (ra *readAhead) prefetch(t predict.Entry) {
 // fromCMCD reads CTA-5004 nor/nrr (package cmcd parses the CMCD query
 // argument and the CMCD-Request header, where the keys belong): nor names
 // the next object (relative to this one), nrr its range, or this object's
-// next range when nor is absent.
-func (ra *readAhead) fromCMCD(ctx *fasthttp.RequestCtx, name string) (predict.Entry, bool) {
+// next range when nor is absent. badName says a nor was given that names
+// nothing inside the root.
+func (ra *readAhead) fromCMCD(ctx *fasthttp.RequestCtx, name string) (t predict.Entry, ok, badName bool) {
 	hdrs := [4][]byte{ctx.Request.Header.Peek("CMCD-Request")}
 	var d cmcd.Data
 	if present, _ := readCMCD(ctx, &hdrs, &d); !present {
-		return predict.Entry{}, false
+		return predict.Entry{}, false, false
 	}
 	object, nrr, ok := d.Next()
 	if !ok {
-		return predict.Entry{}, false
+		return predict.Entry{}, false, false
 	}
-	t := predict.Entry{Name: name, Off: 0, Len: -1}
+	t = predict.Entry{Name: name, Off: 0, Len: -1}
 	if object != "" {
 		if t.Name, ok = predict.Resolve(name, object); !ok {
-			return predict.Entry{}, false
+			return predict.Entry{}, false, true
 		}
 	}
 	if nrr != "" {
 		if t.Off, t.Len, ok = predict.ParseNextRange(nrr); !ok {
-			return predict.Entry{}, false
+			return predict.Entry{}, false, false
 		}
 	} else if object == "" {
-		return predict.Entry{}, false
+		return predict.Entry{}, false, false
 	}
-	return t, true
+	return t, true, false
 }
 
 // fromPlaylist looks the served span up in its directory's playlists.
@@ -449,6 +576,9 @@ func (s *Server) listPlaylists(dir string, max int) ([]string, error) {
 		if len(names) == max {
 			break
 		}
+		if !s.cfg.ServeDotfiles && strings.HasPrefix(e.Name(), ".") {
+			continue // never served, so never read for an index either
+		}
 		if !e.IsDir() && strings.HasSuffix(e.Name(), ".m3u8") {
 			names = append(names, path.Join(dir, e.Name()))
 		}
@@ -487,3 +617,7 @@ func (s *Server) ReadAheadStats() (st ReadAheadStats, ok bool) {
 // ReadAheadSource names the source counted at index i of
 // ReadAheadStats.Predicted, for metric labels.
 func ReadAheadSource(i int) string { return raSource(i).String() }
+
+// ReadAheadRefusal names the reason counted at index i of
+// ReadAheadStats.Refused, for metric labels.
+func ReadAheadRefusal(i int) string { return raRefusal(i).String() }

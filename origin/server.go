@@ -65,11 +65,12 @@ type Server struct {
 
 	streamPool sync.Pool // *bodyStream
 	planPool   sync.Pool // *plan
-	pathPool   sync.Pool // *[pathScratch]byte: the cache key of a request, see route
+	pathPool   sync.Pool // *pathBuf: the cache key of a request, see route
 
 	cacheControl [3][]byte                 // Cache-Control value by kind, from cfg
 	errorCC      errorCacheControl         // Cache-Control of error responses by status, from cfg
 	extraHeaders [kindError + 1][]headerKV // operator headers by kind, kindError for errors
+	types        map[string]mediaType      // Content-Type and kind by extension: built in, then cfg.Types
 
 	latency    *prometheus.HistogramVec
 	latencyBy  [3]prometheus.Observer // latency's children by kind, resolved once
@@ -102,7 +103,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
 	}
 	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, root: root, realRoot: realRoot, cors: newCORSPolicy(cfg),
-		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers)}
+		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers),
+		types: mediaTypeTable(cfg.Types)}
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
@@ -111,14 +113,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }
 	s.planPool.New = func() any { return new(plan) }
-	s.pathPool.New = func() any { return new([pathScratch]byte) }
+	s.pathPool.New = func() any { return new(pathBuf) }
 	s.latency = newLatency()
 	for k := range s.latencyBy {
 		s.latencyBy[k] = s.latency.WithLabelValues(kind(k).String())
 	}
 	s.latencyErr = s.latency.WithLabelValues(errorKindLabel)
 	if cfg.AccessLog != nil {
-		s.access.w, s.access.format, s.access.sample = cfg.AccessLog, cfg.AccessLogFormat, uint64(max(cfg.AccessLogSample, 1))
+		s.access.w, s.access.format, s.access.sample = cfg.AccessLog, cfg.AccessLogFormat, uint64(cfg.AccessLogSample)
 	}
 
 	// The gate's hook reaches s.cache only at accept, after New.
@@ -160,7 +162,9 @@ func New(cfg Config) (*Server, error) {
 		root.Close()
 		return nil, fmt.Errorf("origin: %w", err)
 	}
-	if s.cold != nil {
+	if s.cold == nil {
+		s.log.Warn("cold readers off (cold-readers 0): a send of bytes not in the page cache blocks its thread on storage, nothing is read ahead, and opens are not bounded")
+	} else {
 		s.opens = make(chan struct{}, cfg.ColdReaders)
 		if cfg.ReadAhead.Readers > 0 {
 			if s.ra, err = newReadAhead(s); err != nil {
@@ -173,13 +177,18 @@ func New(cfg Config) (*Server, error) {
 	if !cfg.Watch {
 		revalidate = cfg.RevalidateEvery
 	}
+	negTTL := cfg.NegativeTTL
+	if negTTL == 0 || cfg.NegativeCacheBytes == 0 {
+		negTTL = -1 // the cache's "no negative entries"
+	}
 	s.cache, err = cache.New(cache.Config{
 		MaxFiles:      cfg.CacheFiles,
-		NegativeTTL:   cfg.NegativeTTL,
+		NegativeTTL:   negTTL,
 		NegativeBytes: cfg.NegativeCacheBytes,
 		Revalidate:    revalidate,
 		InlineMax:     cfg.InlineMax,
 		InlineBudget:  cfg.InlineBudget,
+		WaitTimeout:   max(cfg.ColdDeadline, 0),
 		Open:          s.open,
 		Stat:          s.stat,
 		Now:           cfg.Now,
@@ -285,10 +294,10 @@ func (s *Server) open(name string) (*os.File, error) {
 	// writer appears; with it the open returns and the cache refuses the
 	// FIFO as not a regular file. Regular files ignore the flag.
 	const flags = os.O_RDONLY | syscall.O_NONBLOCK
-	if s.opens != nil {
-		s.opens <- struct{}{}
-		defer func() { <-s.opens }()
+	if err := s.takeOpen(name); err != nil {
+		return nil, err
 	}
+	defer s.giveOpen()
 	joined := filepath.Join(s.cfg.Root, filepath.FromSlash(name))
 	var f *os.File
 	var err error
@@ -314,14 +323,45 @@ func (s *Server) open(name string) (*os.File, error) {
 	return f, nil
 }
 
+// errOpenWait: an open or stat waited -cold-deadline for its turn (the
+// opens in progress all hung on storage). Answered 503 with Retry-After.
+var errOpenWait = errors.New("origin: waited too long for a turn to open")
+
+// takeOpen takes a turn among the opens in progress (s.opens), waiting at
+// most ColdDeadline; giveOpen gives it back.
+func (s *Server) takeOpen(name string) error {
+	if s.opens == nil {
+		return nil
+	}
+	select {
+	case s.opens <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(s.cfg.ColdDeadline)
+	defer t.Stop()
+	select {
+	case s.opens <- struct{}{}:
+		return nil
+	case <-t.C:
+		return &fs.PathError{Op: "open", Path: name, Err: errOpenWait}
+	}
+}
+
+func (s *Server) giveOpen() {
+	if s.opens != nil {
+		<-s.opens
+	}
+}
+
 func (s *Server) stat(name string) (fs.FileInfo, error) {
 	if name == "" {
 		name = "."
 	}
-	if s.opens != nil {
-		s.opens <- struct{}{}
-		defer func() { <-s.opens }()
+	if err := s.takeOpen(name); err != nil {
+		return nil, err
 	}
+	defer s.giveOpen()
 	if s.cfg.FollowSymlinks {
 		return os.Stat(filepath.Join(s.cfg.Root, filepath.FromSlash(name)))
 	}

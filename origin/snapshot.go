@@ -116,17 +116,18 @@ type ColdStats struct {
 
 // ReadAheadStats count predictions and what became of them.
 type ReadAheadStats struct {
-	Predicted [numSources]int64 // predictions handed to the pool, by source
-	Dropped   int64             // predictions the pool had no room for
-	Missing   int64             // predicted objects that do not exist (a numbering guess past the end)
-	Resident  int64             // predicted objects already resident: nothing to read
-	Issued    int64             // predictions read into the page cache
-	Bytes     int64             // bytes those reads covered
-	Hit       int64             // requests for a read-ahead object that found it resident
-	Wasted    int64             // requests for a read-ahead object that found it evicted again
-	Unused    int64             // read-ahead objects never requested before being forgotten
-	Indexed   int64             // playlists and sidx boxes parsed
-	IndexErrs int64             // playlists and sidx boxes that could not be read or parsed
+	Predicted [numSources]int64  // predictions handed to the pool, by source
+	Dropped   int64              // predictions the pool had no room for
+	Refused   [numRefusals]int64 // predictions dropped before any read, by reason (ReadAheadRefusal names them)
+	Missing   int64              // predicted objects that do not exist (a numbering guess past the end)
+	Resident  int64              // predicted objects already resident: nothing to read
+	Issued    int64              // predictions read into the page cache
+	Bytes     int64              // bytes those reads covered
+	Hit       int64              // requests for a read-ahead object that found it resident
+	Wasted    int64              // requests for a read-ahead object that found it evicted again
+	Unused    int64              // read-ahead objects never requested before being forgotten
+	Indexed   int64              // playlists and sidx boxes parsed
+	IndexErrs int64              // playlists and sidx boxes that could not be read or parsed
 }
 
 // CMCDStats count requests that carried CMCD, with labels of low
@@ -217,6 +218,7 @@ func (r *raCounters) snapshot() ReadAheadStats {
 		Unused: r.Unused.Load(), Indexed: r.Indexed.Load(), IndexErrs: r.IndexErrs.Load(),
 	}
 	loadAll(s.Predicted[:], r.Predicted[:])
+	loadAll(s.Refused[:], r.Refused[:])
 	return s
 }
 

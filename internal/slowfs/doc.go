@@ -11,12 +11,15 @@
 //     t.Cleanup in [MountT]).
 //   - The read gate ([FS.Hold], [FS.Open]), the per-read delay, and counts
 //     of reads served and held.
+//   - The open gate ([FS.HoldOpens], [FS.ReleaseOpens]): opens that hang,
+//     as on a network file system whose server went away.
 //   - [Evict]: posix_fadvise(DONTNEED) of a file, so a test can make it cold
 //     again without remounting.
 //
-// Only file reads are slowed: lookups, opens and attributes answer at once,
-// and the kernel keeps the page cache across opens (FOPEN_KEEP_CACHE), so a
-// page once read is a hit until evicted, as on a local disk.
+// Only file reads (and, while the open gate is held, opens) are slowed:
+// lookups and attributes answer at once, and the kernel keeps the page
+// cache across opens (FOPEN_KEEP_CACHE), so a page once read is a hit
+// until evicted, as on a local disk.
 //
 // # What it never does
 //

@@ -34,13 +34,54 @@ type FS struct {
 	cfg    Config
 	server *fuse.Server
 
-	mu      sync.Mutex    // protects held, release
-	held    bool          // reads wait for release
-	release chan struct{} // closed by Open
+	readGate gate         // reads wait here while held (Hold)
+	openGate gate         // opens wait here while held (HoldOpens)
+	reads    atomic.Int64 // reads that reached the file system
+	bytes    atomic.Int64 // bytes those reads returned
+}
 
-	reads   atomic.Int64 // reads that reached the file system
-	waiting atomic.Int64 // reads waiting at the gate now
-	bytes   atomic.Int64 // bytes those reads returned
+// gate holds callers while it is closed.
+type gate struct {
+	mu      sync.Mutex    // protects held, release
+	held    bool          // callers wait for release
+	release chan struct{} // closed when the gate opens
+	waiting atomic.Int64  // callers waiting now
+}
+
+func (g *gate) hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.held {
+		g.held, g.release = true, make(chan struct{})
+	}
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held {
+		g.held = false
+		close(g.release)
+	}
+}
+
+// pass returns once the gate is open, or EINTR when ctx ends first (the
+// kernel interrupted the request).
+func (g *gate) pass(ctx context.Context) syscall.Errno {
+	g.mu.Lock()
+	held, release := g.held, g.release
+	g.mu.Unlock()
+	if !held {
+		return 0
+	}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	select {
+	case <-release:
+		return 0
+	case <-ctx.Done():
+		return syscall.EINTR
+	}
 }
 
 // Mount mounts cfg.Backing on cfg.Mountpoint. The caller must Close it.
@@ -101,37 +142,34 @@ func MountT(t testing.TB, backing string, delay time.Duration) *FS {
 func (f *FS) Dir() string { return f.cfg.Mountpoint }
 
 // Hold makes every read from now on wait until Open.
-func (f *FS) Hold() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.held {
-		f.held, f.release = true, make(chan struct{})
-	}
-}
+func (f *FS) Hold() { f.readGate.hold() }
 
 // Open lets held reads, and every later one, through.
-func (f *FS) Open() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.held {
-		f.held = false
-		close(f.release)
-	}
-}
+func (f *FS) Open() { f.readGate.open() }
+
+// HoldOpens makes every open from now on wait until ReleaseOpens: storage
+// whose opens hang (an NFS server gone away). Reads are not affected.
+func (f *FS) HoldOpens() { f.openGate.hold() }
+
+// ReleaseOpens lets held opens, and every later one, through.
+func (f *FS) ReleaseOpens() { f.openGate.open() }
+
+// OpensWaiting is how many opens wait at the open gate now.
+func (f *FS) OpensWaiting() int64 { return f.openGate.waiting.Load() }
 
 // Reads is how many reads reached the file system (page-cache misses).
 func (f *FS) Reads() int64 { return f.reads.Load() }
 
 // Waiting is how many reads wait at the gate now.
-func (f *FS) Waiting() int64 { return f.waiting.Load() }
+func (f *FS) Waiting() int64 { return f.readGate.waiting.Load() }
 
 // AwaitWaiting returns once at least n reads wait at the gate, or an
 // error after timeout.
 func (f *FS) AwaitWaiting(n int64, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	for f.waiting.Load() < n {
+	for f.Waiting() < n {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("slowfs: %d reads waiting after %v, want %d", f.waiting.Load(), timeout, n)
+			return fmt.Errorf("slowfs: %d reads waiting after %v, want %d", f.Waiting(), timeout, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -141,16 +179,17 @@ func (f *FS) AwaitWaiting(n int64, timeout time.Duration) error {
 // Bytes is how many bytes reads returned.
 func (f *FS) Bytes() int64 { return f.bytes.Load() }
 
-// Close opens the gate and unmounts.
+// Close opens both gates and unmounts.
 func (f *FS) Close() error {
 	f.Open()
+	f.ReleaseOpens()
 	if err := f.server.Unmount(); err != nil {
 		return fmt.Errorf("unmount %s: %w", f.cfg.Mountpoint, err)
 	}
 	return nil
 }
 
-// gate delays a read and holds it while the gate is closed.
+// gate delays a read and holds it while the read gate is closed.
 func (f *FS) gate(ctx context.Context) syscall.Errno {
 	f.reads.Add(1)
 	if f.cfg.Delay > 0 {
@@ -162,20 +201,7 @@ func (f *FS) gate(ctx context.Context) syscall.Errno {
 			return syscall.EINTR
 		}
 	}
-	f.mu.Lock()
-	held, release := f.held, f.release
-	f.mu.Unlock()
-	if !held {
-		return 0
-	}
-	f.waiting.Add(1)
-	defer f.waiting.Add(-1)
-	select {
-	case <-release:
-		return 0
-	case <-ctx.Done():
-		return syscall.EINTR
-	}
+	return f.readGate.pass(ctx)
 }
 
 // node is a loopback node whose open files read through the gate.
@@ -187,6 +213,9 @@ type node struct {
 var _ fs.NodeOpener = (*node)(nil)
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if errno := n.fs.openGate.pass(ctx); errno != 0 {
+		return nil, 0, errno
+	}
 	fh, _, errno := n.LoopbackNode.Open(ctx, flags)
 	if errno != 0 {
 		return nil, 0, errno

@@ -64,6 +64,7 @@ type descs struct {
 	raPredicted      *prometheus.Desc
 	raEvents         *prometheus.Desc
 	raBytes          *prometheus.Desc
+	raRefused        *prometheus.Desc
 	raIndexed        *prometheus.Desc
 	watchEvents      *prometheus.Desc
 	watchOverflw     *prometheus.Desc
@@ -123,6 +124,7 @@ func newDescs() *descs {
 	d.raPredicted = d.add("readahead_predicted_total", "Read-ahead predictions handed to the cold readers, by source.", "source")
 	d.raEvents = d.add("readahead_total", "What became of read-ahead: issued (read into the page cache), hit, wasted (evicted before its request), unused (never requested), resident (nothing to read), missing, dropped (no room).", "outcome")
 	d.raBytes = d.add("readahead_bytes_total", "Bytes read ahead.")
+	d.raRefused = d.add("readahead_refused_total", "Read-ahead predictions dropped before any read: outside_root, hidden, unauthorized (the request's token or a public prefix does not cover it), symlink (leads out of the root or to a hidden file), repeated (a CMCD hint inside what was just read).", "reason")
 	d.raIndexed = d.add("readahead_indexed_total", "Playlists and sidx boxes parsed for read-ahead, and those that failed.", "result")
 	d.watchEvents = d.add("watcher_events_total", "File system events the watcher processed.")
 	d.watchOverflw = d.add("watcher_overflows_total", "fsnotify event-queue overflows.")
@@ -256,6 +258,9 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			counter(d.raEvents, v, outcome)
 		}
 		counter(d.raBytes, ra.Bytes)
+		for r, v := range ra.Refused {
+			counter(d.raRefused, v, origin.ReadAheadRefusal(r))
+		}
 		counter(d.raIndexed, ra.Indexed, "ok")
 		counter(d.raIndexed, ra.IndexErrs, "error")
 	}
