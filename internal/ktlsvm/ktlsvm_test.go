@@ -33,6 +33,9 @@ func TestKTLSRealKernel(t *testing.T) {
 	files := []InitramfsFile{
 		{Path: ServerPath, Src: testproc.BuildStatic(t, "./cmd/segorigin"), Mode: 0o755},
 		{Path: ClientPath, Src: testproc.BuildStatic(t, "./internal/ktlsvm/vmclient"), Mode: 0o755},
+		// The Debian package's modules-load.d entry, where the package
+		// installs it; the client loads what it names.
+		{Path: "/usr/lib/modules-load.d/segorigin.conf", Src: "../../deploy/debian/modules-load.conf", Mode: 0o644},
 	}
 	if err := BuildInitramfs(ctx, initrd, k, files); err != nil {
 		t.Fatal(err)
