@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 300000x
 
-.PHONY: test deps vet unit fuzz build run bench dist FORCE
+.PHONY: test deps vet unit fuzz build run bench dist deb FORCE
 
 test: deps vet unit fuzz
 
@@ -65,5 +65,29 @@ $(DIST)/segorigin-$(VERSION)-linux-%: FORCE
 	@mkdir -p $(DIST)
 	CGO_ENABLED=0 GOOS=linux GOARCH=$* $(GO) build -trimpath -buildvcs=false \
 		-ldflags '-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)' -o $@ ./cmd/segorigin
+
+# The Debian package (deploy/debian/build-deb.sh; lintian-clean, which
+# deploy/deb_test.go checks): the release binary for DEB_ARCH (this
+# machine's by default; amd64 or arm64), the systemd unit, the environment
+# file, a modules-load.d entry for the tls module, and the manual page made
+# from the binary's -h. A native package: the version is VERSION without
+# its v, with '+' for '-' (v0.0.0-<commit> becomes 0.0.0+<commit>).
+HOST_ARCH := $(shell $(GO) env GOARCH)
+DEB_ARCH ?= $(HOST_ARCH)
+DEBVERSION ?= $(shell echo '$(VERSION)' | sed -e 's/^v//' -e 's/-/+/g')
+DEB_MAINTAINER ?= $(shell git log -1 --format='%an <%ae>' 2>/dev/null)
+DEB_DATE ?= $(shell git log -1 --format=%cD 2>/dev/null || date -R)
+DEB_DAY ?= $(shell git log -1 --format=%cs 2>/dev/null || date +%F)
+DEB ?= $(DIST)/segorigin_$(DEBVERSION)_$(DEB_ARCH).deb
+
+deb: $(DEB)
+
+$(DEB): $(DIST)/segorigin-$(VERSION)-linux-$(DEB_ARCH) $(DIST)/segorigin.1 FORCE
+	SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) bash deploy/debian/build-deb.sh -b $< -m $(DIST)/segorigin.1 -v '$(DEBVERSION)' -a $(DEB_ARCH) \
+		-M '$(DEB_MAINTAINER)' -d '$(DEB_DATE)' -o $@
+
+# segorigin(1), from what this machine's release binary prints (-h, sign -h).
+$(DIST)/segorigin.1: $(DIST)/segorigin-$(VERSION)-linux-$(HOST_ARCH) FORCE
+	$(GO) run ./internal/manpage/mkman -bin $< -date $(DEB_DAY) -o $@
 
 FORCE:

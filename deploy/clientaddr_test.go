@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"segorigin/internal/testproc"
+	"segorigin/internal/testreq"
 	"segorigin/origin/token"
 )
 
@@ -28,6 +29,7 @@ const streamModule = "/usr/lib/nginx/modules/ngx_stream_module.so"
 // X-Forwarded-For must not; the per-IP connection limit must count the
 // viewer, not the shield; the origin's access log must name the viewer.
 func TestShieldClientAddress(t *testing.T) {
+	testreq.Slow(t, "an origin in a network namespace behind nginx (root, nginx)")
 	requireTools(t)
 	if _, err := os.Stat(streamModule); err != nil {
 		t.Fatalf("nginx's stream module is not at %s (%v): run `make test` or `bash .ci/deps`, which installs libnginx-mod-stream", streamModule, err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"segorigin/internal/testproc"
+	"segorigin/internal/testreq"
 )
 
 // TestAlertRules: prometheus/alerts.yml passes `promtool check rules`, and
@@ -39,13 +40,7 @@ func TestAlertRules(t *testing.T) {
 			t.Errorf("prometheus/alerts_test.yml has no case for %s", a[1])
 		}
 	}
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		if testing.Short() {
-			t.Skip("promtool not installed (.ci/deps installs the prometheus package); -short")
-		}
-		t.Fatal("promtool not installed: .ci/deps installs Debian's prometheus package, which has it")
-	}
+	promtool := testreq.Tool(t, "promtool", "the Debian package prometheus, which .ci/deps installs")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, args := range [][]string{{"check", "rules", "alerts.yml"}, {"test", "rules", "alerts_test.yml"}} {

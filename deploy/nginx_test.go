@@ -16,6 +16,8 @@ import (
 	"testing"
 	"text/template"
 	"time"
+
+	"segorigin/internal/testreq"
 )
 
 // shieldConfig fills deploy/nginx-shield.conf; its header comment documents
@@ -43,10 +45,9 @@ const failTimeout = 2 * time.Second
 // missing, naming what installs it.
 func requireTools(t *testing.T) {
 	t.Helper()
+	testreq.Root(t, "network namespaces and veth pairs for the origins")
 	for _, tool := range []string{"ip", "nginx", "ffmpeg"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found (%v): run `make test` or `bash .ci/deps`, which installs iproute2, nginx and ffmpeg (Debian packages)", tool, err)
-		}
+		testreq.Tool(t, tool, "run `make test` or `bash .ci/deps`, which installs iproute2, nginx and ffmpeg (Debian packages)")
 	}
 	out, _ := exec.Command("nginx", "-V").CombinedOutput()
 	if !bytes.Contains(out, []byte("with-http_slice_module")) {

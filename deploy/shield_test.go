@@ -18,6 +18,7 @@ import (
 	"segorigin/cache"
 	"segorigin/fixtures/synth"
 	"segorigin/internal/testproc"
+	"segorigin/internal/testreq"
 )
 
 // streams are the fixture streams ffmpeg plays through the shield.
@@ -61,6 +62,7 @@ func needTime(t *testing.T, ctx context.Context) {
 }
 
 func TestShield(t *testing.T) {
+	testreq.Slow(t, "three origins in network namespaces behind nginx, players, a crash and a bad deploy (about 40 s)")
 	requireTools(t)
 	began := time.Now()
 	// The bound is for a machine that is slow or loaded (all steps take

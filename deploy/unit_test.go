@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"segorigin/internal/testproc"
+	"segorigin/internal/testreq"
 )
 
 // TestSystemdUnit: segorigin.service passes `systemd-analyze verify` with no
@@ -28,10 +29,7 @@ func TestSystemdUnit(t *testing.T) {
 			t.Errorf("segorigin.service lacks %q", strings.TrimSpace(want))
 		}
 	}
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("systemd-analyze not installed (.ci/deps installs the systemd package)")
-	}
+	analyze := testreq.Tool(t, "systemd-analyze", "the Debian package systemd, which .ci/deps installs")
 	bin := testproc.Build(t, "./cmd/segorigin")
 	const execPath = "/usr/local/bin/segorigin"
 	if !strings.Contains(string(unit), "ExecStart="+execPath+" ") {

@@ -20,6 +20,7 @@ import (
 
 	"segorigin/fixtures/synth"
 	"segorigin/internal/testproc"
+	"segorigin/internal/testreq"
 )
 
 // The small set: the workloads' layout and names, fewer and smaller files.
@@ -33,26 +34,15 @@ const (
 	w3Size  = 64 << 10
 )
 
-// needTools skips the test when a tool the scripts need is missing (CI
-// installs them: .ci/deps).
+// needTools fails the test when a tool the scripts need is missing, or
+// skips it under -short (.ci/deps installs them).
 func needTools(t *testing.T, tools ...string) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Skip("loadtest scripts read /proc and need Linux")
 	}
 	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			if tool == "nginx" {
-				if _, err := os.Stat("/usr/sbin/nginx"); err == nil {
-					continue
-				}
-			}
-			pkg := tool
-			if tool == "nginx" {
-				pkg = "nginx-light"
-			}
-			t.Skipf("%s is not installed: apt-get install %s (.ci/deps installs it)", tool, pkg)
-		}
+		testreq.Tool(t, tool, "apt-get install "+tool+"; .ci/deps installs it")
 	}
 }
 
@@ -154,6 +144,7 @@ func run(t *testing.T, timeout time.Duration, env []string, name string, args ..
 }
 
 func TestSmoke(t *testing.T) {
+	testreq.Slow(t, "runs every load script against segorigin and nginx (about two minutes)")
 	needTools(t, "wrk", "nginx", "bash", "go")
 	// SEGORIGIN_BIN tests that binary instead of building ./cmd/segorigin,
 	// as compare.sh and syscalls.sh do.

@@ -21,6 +21,7 @@ import (
 
 	"segorigin/fixtures/synth"
 	"segorigin/internal/testproc"
+	"segorigin/internal/testreq"
 	"segorigin/loadtest/load"
 	"segorigin/loadtest/verify"
 )
@@ -32,6 +33,7 @@ var soakDuration = flag.Duration("soak", 2*time.Minute, "how long TestSoak loads
 // mismatched bytes, zero unexpected statuses, and the server's descriptors
 // and goroutines back to their baseline at the end.
 func TestSoak(t *testing.T) {
+	testreq.Slow(t, "loads and churns for -soak (2m)")
 	bin := testproc.Build(t, "./cmd/segorigin")
 	root := t.TempDir()
 	const stable, churned = 40, 24

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"segorigin/fixtures/synth"
+	"segorigin/internal/testreq"
 	"segorigin/origin"
 )
 
@@ -129,6 +130,7 @@ func TestDeleteAndCreate(t *testing.T) {
 // TestFDCap: 20,000 distinct files through a cache of 1,000: the open
 // descriptors stay under the cap.
 func TestFDCap(t *testing.T) {
+	testreq.Slow(t, "20,000 files, each requested (about 25 s)")
 	ts := startServer(t, "", func(c *origin.Config) { c.CacheFiles = 1000 })
 	const files = 20_000
 	for i := range files {
@@ -177,6 +179,7 @@ func TestFDCap(t *testing.T) {
 // TestManyRequestsWithAborts: 100,000 requests, a share of clients aborting
 // mid-body: at the end no descriptor, file reference or goroutine is left.
 func TestManyRequestsWithAborts(t *testing.T) {
+	testreq.Slow(t, "100,000 requests (about 45 s)")
 	ts := startServer(t, "", func(c *origin.Config) { c.CacheFiles = 64 })
 	for i := range 100 {
 		writeSynth(t, ts.root, fmt.Sprintf("s/%02d.m4s", i), int64(1024+i*37))

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"segorigin/internal/testreq"
 )
 
 const (
@@ -83,6 +85,7 @@ type mediaRequest struct {
 // a token is refused with a 401 it can read. Every request the page made to
 // segorigin is checked against the file on disk.
 func TestBrowserPlayers(t *testing.T) {
+	testreq.Slow(t, "plays every stream in Chromium with hls.js, dash.js and Shaka")
 	requireBrowser(t)
 	variants, auth := startVariants(t)
 
@@ -269,20 +272,15 @@ func runDriver(t *testing.T, cases []playerCase) driverOutput {
 	return out
 }
 
-// requireBrowser fails (never skips) when Chromium, node or the npm packages
-// are missing: a skipped player test would hide a broken install.
+// requireBrowser fails (never skips, except under -short) when Chromium,
+// node or the npm packages are missing: a skipped player test would hide
+// a broken install.
 func requireBrowser(t *testing.T) {
 	t.Helper()
 	const fix = "run `make test` (or `bash .ci/deps`, which installs Debian's chromium and runs `npm ci --prefix playertest`)"
-	if st, err := os.Stat(chromiumPath); err != nil || st.Mode()&0o111 == 0 {
-		t.Fatalf("Debian's Chromium is not at %s (%v): %s", chromiumPath, err, fix)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		t.Fatalf("node not found (%v): %s", err, fix)
-	}
+	testreq.File(t, chromiumPath, "Debian's Chromium: "+fix)
+	testreq.Tool(t, "node", fix)
 	for _, pkg := range []string{"playwright-core", "hls.js", "dashjs", "shaka-player"} {
-		if _, err := os.Stat(filepath.Join("node_modules", pkg, "package.json")); err != nil {
-			t.Fatalf("npm package %s missing from playertest/node_modules: %s", pkg, fix)
-		}
+		testreq.File(t, filepath.Join("node_modules", pkg, "package.json"), "npm package "+pkg+": "+fix)
 	}
 }

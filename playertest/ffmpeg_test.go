@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"segorigin/internal/testreq"
 )
 
 // onDemandFiles are the single-file representations of the on-demand MPD.
@@ -105,6 +107,7 @@ func rangeSummary(d decoded) string {
 // a path token, and compares each decoded frame with the same stream read
 // from disk.
 func TestFFmpeg(t *testing.T) {
+	testreq.Slow(t, "ffmpeg plays every stream to its end (about 45 s)")
 	requireFFmpeg(t)
 	variants, auth := startVariants(t)
 
@@ -173,12 +176,11 @@ func hasSpan(ranges []string) bool {
 	return false
 }
 
-// requireFFmpeg fails (never skips) without ffmpeg and ffprobe.
+// requireFFmpeg fails (never skips, except under -short) without ffmpeg
+// and ffprobe.
 func requireFFmpeg(t *testing.T) {
 	t.Helper()
 	for _, tool := range []string{"ffmpeg", "ffprobe"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s not found (%v): run `make test` or `bash .ci/deps` to install Debian's ffmpeg", tool, err)
-		}
+		testreq.Tool(t, tool, "run `make test` or `bash .ci/deps` to install Debian's ffmpeg")
 	}
 }

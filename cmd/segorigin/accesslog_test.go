@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"segorigin/internal/testproc"
+	"segorigin/internal/testreq"
 	"segorigin/internal/testwait"
 )
 
@@ -25,9 +26,7 @@ import (
 // file; after logrotate's move, SIGUSR1 (and SIGHUP) send new lines to a
 // new file of the original name.
 func TestAccessLogRotateAndGoAccess(t *testing.T) {
-	if _, err := exec.LookPath("goaccess"); err != nil {
-		t.Fatalf("goaccess not installed (make test installs it via .ci/deps): %v", err)
-	}
+	testreq.Tool(t, "goaccess", "the Debian package goaccess, which .ci/deps installs")
 	bin := testproc.Build(t, "./cmd/segorigin")
 	root, dir := t.TempDir(), t.TempDir()
 	os.MkdirAll(filepath.Join(root, "vod/t1"), 0o755)

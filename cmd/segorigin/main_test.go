@@ -17,6 +17,7 @@ import (
 
 	"segorigin/fixtures/synth"
 	"segorigin/internal/testproc"
+	"segorigin/internal/testreq"
 )
 
 // start runs argv (the binary, possibly under strace or sh) and waits for
@@ -80,9 +81,7 @@ func TestEnvFlags(t *testing.T) {
 // sendfile per request, no pread/read of file bytes and no open per
 // request.
 func TestSyscallsPerRequest(t *testing.T) {
-	if _, err := exec.LookPath("strace"); err != nil {
-		t.Fatalf("strace not installed (make test installs it via .ci/deps): %v", err)
-	}
+	testreq.Tool(t, "strace", "the Debian package strace, which .ci/deps installs")
 	bin := testproc.Build(t, "./cmd/segorigin")
 	root := t.TempDir()
 	if err := synth.WriteFile(filepath.Join(root, "seg.m4s"), "seg.m4s", 100_000); err != nil {
@@ -157,9 +156,7 @@ func straceCounts(t *testing.T, path string) map[string]int {
 // engine sends every response with one sendmsg (its iovecs); fasthttp
 // sends inline bodies with writev and the rest with write.
 func TestSyscallsPerSmallResponse(t *testing.T) {
-	if _, err := exec.LookPath("strace"); err != nil {
-		t.Fatalf("strace not installed (make test installs it via .ci/deps): %v", err)
-	}
+	testreq.Tool(t, "strace", "the Debian package strace, which .ci/deps installs")
 	bin := testproc.Build(t, "./cmd/segorigin")
 	root := t.TempDir()
 	if err := synth.WriteFile(filepath.Join(root, "p.m3u8"), "p.m3u8", 1024); err != nil {

@@ -66,8 +66,8 @@ func TestNoDesignDocReference(t *testing.T) {
 	}
 }
 
-// TestDocsLinksResolve: every relative link in README.md, ARCHITECTURE.md
-// and docs/ names a file of the repository, and every #fragment a heading
+// TestDocsLinksResolve: every relative link in README.md, ARCHITECTURE.md,
+// CONTRIBUTING.md, CHANGELOG.md and docs/ names a file of the repository, and every #fragment a heading
 // of the page it points to (GitHub's anchors: lower case, punctuation
 // dropped, spaces as '-').
 func TestDocsLinksResolve(t *testing.T) {
@@ -75,7 +75,7 @@ func TestDocsLinksResolve(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(pages, "../../README.md", "../../ARCHITECTURE.md")
+	pages = append(pages, "../../README.md", "../../ARCHITECTURE.md", "../../CONTRIBUTING.md", "../../CHANGELOG.md")
 	if len(pages) < 10 {
 		t.Fatalf("found %d pages, want README.md, ARCHITECTURE.md and the docs/ pages", len(pages))
 	}

@@ -13,24 +13,20 @@ import (
 	"time"
 
 	"segorigin/internal/testproc"
+	"segorigin/internal/testreq"
 )
 
 // TestReleaseBuild: the Makefile's release rule (the one `make dist` runs
 // for each architecture) makes a static binary whose -version and
 // segorigin_build_info name the VERSION and COMMIT it was given, though
 // it is built with -buildvcs=false. Only linux/amd64 is built here (the
-// rule is the same for arm64). It fails without make, except under -short.
+// rule is the same for arm64). It fails without make.
 func TestReleaseBuild(t *testing.T) {
+	testreq.Slow(t, "a -trimpath build of the binary and all it imports, shared with no other build (minutes on a cold cache)")
 	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
 		t.Skipf("runs the linux/amd64 release binary; this is %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
-	mk, err := exec.LookPath("make")
-	if err != nil {
-		if testing.Short() {
-			t.Skip("make not installed; -short")
-		}
-		t.Fatal("make not installed (it is what runs the release build)")
-	}
+	mk := testreq.Tool(t, "make", "the Debian package make; it is what runs the release build")
 	const version, commit = "v1.2.3-test", "0123456789abcdef0123456789abcdef01234567"
 	dist := t.TempDir()
 	bin := filepath.Join(dist, "segorigin-"+version+"-linux-amd64")

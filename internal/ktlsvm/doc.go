@@ -16,7 +16,16 @@
 //     emulation) and the modules of tls and its ciphers are kept, with
 //     their load order from each module's depends=.
 //   - BuildInitramfs: busybox (busybox-static), an /init that mounts,
-//     insmods, brings loopback up and runs the client, and the binaries.
+//     insmods the ciphers' modules, makes busybox the kernel's modprobe,
+//     brings loopback up and runs the client, and the binaries. The tls
+//     module is left where modprobe finds it (/lib/modules/<release>,
+//     with a modules.dep), not loaded: the client first starts a server
+//     with the shipped systemd unit's privileges (not root,
+//     CAP_NET_BIND_SERVICE only), which must serve without kTLS, log how
+//     to load the module and not have the kernel load it for it; then it
+//     loads tls as the Debian package has it loaded at boot (modprobe of
+//     what its modules-load.d file names); every server after that runs
+//     with the same privileges and must use kTLS.
 //   - ChooseAccel and Boot: qemu-system-x86_64 with KVM where KVM can boot
 //     the kernel (hardware virtualisation, and a probe boot that reaches
 //     the client), emulation (tcg) elsewhere.
@@ -30,7 +39,7 @@
 //
 // It installs nothing (.ci/deps installs qemu-system-x86, busybox-static
 // and xz-utils), never touches the host's network or sysctls (the guest's
-// are its own), and never skips: a kernel that cannot be fetched, a guest
-// that does not boot or a client that hangs fails the test with the
-// console.
+// are its own), and never skips, except under go test -short (it takes
+// minutes of emulated CPU): a kernel that cannot be fetched, a guest that
+// does not boot or a client that hangs fails the test with the console.
 package ktlsvm

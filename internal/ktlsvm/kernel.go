@@ -385,27 +385,51 @@ func modName(file string) string {
 	return strings.ReplaceAll(n, "-", "_")
 }
 
+// moduleRelease is the kernel release a module was built for (the first
+// word of its vermagic=, as uname -r prints it), which names its
+// directory under /lib/modules.
+func moduleRelease(file string) (string, error) {
+	v, err := modinfo(file, "vermagic")
+	if err != nil {
+		return "", err
+	}
+	f := strings.Fields(v)
+	if len(f) == 0 {
+		return "", fmt.Errorf("%s: no vermagic= in .modinfo", file)
+	}
+	return f[0], nil
+}
+
 // moduleDepends reads depends= from the module's .modinfo section.
 func moduleDepends(file string) ([]string, error) {
-	f, err := elf.Open(file)
+	v, err := modinfo(file, "depends")
 	if err != nil {
 		return nil, err
+	}
+	return slices.DeleteFunc(strings.Split(v, ","), func(s string) bool { return s == "" }), nil
+}
+
+// modinfo reads key= from the module's .modinfo section ("" when absent).
+func modinfo(file, key string) (string, error) {
+	f, err := elf.Open(file)
+	if err != nil {
+		return "", err
 	}
 	defer f.Close()
 	s := f.Section(".modinfo")
 	if s == nil {
-		return nil, fmt.Errorf("%s: no .modinfo section", file)
+		return "", fmt.Errorf("%s: no .modinfo section", file)
 	}
 	b, err := s.Data()
 	if err != nil {
-		return nil, err
+		return "", err
 	}
 	for _, kv := range bytes.Split(b, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte("depends=")); ok {
-			return slices.DeleteFunc(strings.Split(string(v), ","), func(s string) bool { return s == "" }), nil
+		if v, ok := bytes.CutPrefix(kv, []byte(key+"=")); ok {
+			return string(v), nil
 		}
 	}
-	return nil, nil
+	return "", nil
 }
 
 // loadCached reads a complete cache directory (FetchKernel renames it

@@ -3,27 +3,26 @@ package ktlsvm
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"segorigin/internal/testproc"
+	"segorigin/internal/testreq"
 )
 
 // TestKTLSRealKernel boots the distribution's kernel, which has kTLS
 // (tls.ko), under qemu with the real segorigin and the client of
 // ./vmclient, and judges what the client prints: every case of
 // Expected(PlanFull) on one vCPU, then Expected(PlanSMP) on two. It
-// never skips: a missing tool, a kernel that cannot be fetched or a
-// guest that does not boot fails it, with the console.
+// never skips, except under -short: a missing tool, a kernel that cannot
+// be fetched or a guest that does not boot fails it, with the console.
 func TestKTLSRealKernel(t *testing.T) {
+	testreq.Slow(t, "boots a kernel under qemu's emulation twice (minutes of CPU)")
 	ctx := context.Background()
 	for _, tool := range []string{"qemu-system-x86_64", "busybox", "apt-cache", "apt-get", "dpkg-deb", "xz"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Fatalf("%s: %v (.ci/deps installs it: make deps)", tool, err)
-		}
+		testreq.Tool(t, tool, ".ci/deps installs it: make deps")
 	}
 	k, err := FetchKernel(ctx, cacheDir(t), t.Logf)
 	if err != nil {
@@ -34,6 +33,9 @@ func TestKTLSRealKernel(t *testing.T) {
 	files := []InitramfsFile{
 		{Path: ServerPath, Src: testproc.BuildStatic(t, "./cmd/segorigin"), Mode: 0o755},
 		{Path: ClientPath, Src: testproc.BuildStatic(t, "./internal/ktlsvm/vmclient"), Mode: 0o755},
+		// The Debian package's modules-load.d entry, where the package
+		// installs it; the client loads what it names.
+		{Path: "/usr/lib/modules-load.d/segorigin.conf", Src: "../../deploy/debian/modules-load.conf", Mode: 0o644},
 	}
 	if err := BuildInitramfs(ctx, initrd, k, files); err != nil {
 		t.Fatal(err)

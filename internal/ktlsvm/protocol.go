@@ -79,12 +79,26 @@ const (
 // the access log of both, and their exit after SIGTERM.
 var runChecks = []string{"metrics-v4", "metrics-v6", "access-log", "exit-v4", "exit-v6"}
 
+// Checks every plan begins with, before any server that uses kTLS. The
+// guest boots without the tls module and every server runs with the
+// shipped unit's privileges (not root, CAP_NET_BIND_SERVICE only):
+// CheckNoModule (PlanFull only) starts one then, which must serve without
+// kTLS, log how to load the module, and not have it loaded by the kernel;
+// CheckModulesLoad loads it as the Debian package has it loaded at boot,
+// by modprobe of what its modules-load.d file names.
+const (
+	CheckNoModule    = "no-module"
+	CheckModulesLoad = "modules-load"
+)
+
 // Expected lists every result name a boot with plan must report, each
-// once: run/combo/case and run/check for each run, then "tls-stat".
+// once: the checks above, run/combo/case and run/check for each run, then
+// "tls-stat".
 func Expected(plan string) []string {
 	var out []string
 	switch plan {
 	case PlanFull:
+		out = append(out, CheckNoModule, CheckModulesLoad)
 		for _, run := range []string{RunKTLS, RunCopy} {
 			for _, c := range Combos {
 				for _, name := range CasesFor(c) {
@@ -96,6 +110,7 @@ func Expected(plan string) []string {
 			}
 		}
 	case PlanSMP:
+		out = append(out, CheckModulesLoad)
 		for _, c := range Combos {
 			out = append(out, PlanSMP+"/"+c.Name+"/concurrent")
 		}

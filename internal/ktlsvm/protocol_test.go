@@ -89,9 +89,13 @@ func TestExpected(t *testing.T) {
 			t.Errorf("Expected(%s) ends with %s, want tls-stat", plan, names[len(names)-1])
 		}
 	}
-	// 2 runs x (3 TLS 1.2 combos x 18 cases + 3 TLS 1.3 combos x 21 + 5 checks) + tls-stat.
-	if got, want := len(Expected(PlanFull)), 2*(3*18+3*21+5)+1; got != want {
+	// no-module and modules-load, 2 runs x (3 TLS 1.2 combos x 18 cases
+	// + 3 TLS 1.3 combos x 21 + 5 checks), tls-stat.
+	if got, want := len(Expected(PlanFull)), 2+2*(3*18+3*21+5)+1; got != want {
 		t.Errorf("len(Expected(full)) = %d, want %d", got, want)
+	}
+	if got := Expected(PlanSMP)[0]; got != CheckModulesLoad {
+		t.Errorf("Expected(smp2) starts with %s, want %s: tls must be loaded first", got, CheckModulesLoad)
 	}
 	if Expected("nonsense") != nil {
 		t.Error("Expected(nonsense) != nil")

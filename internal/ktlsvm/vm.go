@@ -22,10 +22,14 @@ const (
 	ClientPath = "/vmclient"
 )
 
-// initScript is the guest's /init: mount the pseudo file systems, load tls
-// and its ciphers, bring loopback up (::1 comes with it), run the client,
-// power off. A module that fails to load is reported as a failure; a
-// client that dies is reported by its exit status and the missing verdict.
+// initScript is the guest's /init: mount the pseudo file systems, load the
+// ciphers tls uses (not tls itself: the client loads it as a Debian
+// system does, by modprobe from a modules-load.d entry, after checking
+// that the server cannot), make busybox the kernel's modprobe (so the
+// kernel could load tls on demand for a process allowed to ask), bring
+// loopback up (::1 comes with it), run the client, power off. A module
+// that fails to load is reported as a failure; a client that dies is
+// reported by its exit status and the missing verdict.
 const initScript = `#!/bin/busybox sh
 B=/bin/busybox
 $B mount -t proc proc /proc
@@ -35,6 +39,8 @@ $B mount -t tmpfs tmpfs /tmp
 for m in $($B cat /modules.order); do
 	$B insmod /modules/$m || echo "KTLSVM FAIL insmod/$m: insmod failed"
 done
+$B mkdir -p /sbin
+$B ln -s /bin/busybox /sbin/modprobe
 $B ip link set lo up
 ` + ClientPath + `
 echo "KTLSVM INFO client exit status $?"
@@ -52,8 +58,10 @@ type InitramfsFile struct {
 // BuildInitramfs writes an uncompressed newc cpio archive (the kernel
 // unpacks it as it is; compressing would only cost the emulated CPU time)
 // holding busybox as /bin/busybox, the /init above, the modules of k in
-// /modules with their load order, and files. busybox's own cpio applet
-// writes it, from a staging directory.
+// /modules with their load order but for tls, which goes where modprobe
+// finds it (/lib/modules/<release>/kernel/net/tls/tls.ko, with a
+// modules.dep), and files. busybox's own cpio applet writes it, from a
+// staging directory.
 func BuildInitramfs(ctx context.Context, out string, k *Kernel, files []InitramfsFile) error {
 	busybox, err := exec.LookPath("busybox")
 	if err != nil {
@@ -67,11 +75,29 @@ func BuildInitramfs(ctx context.Context, out string, k *Kernel, files []Initramf
 		{Path: "/init", Data: []byte(initScript), Mode: 0o755},
 	}
 	var order []string
+	tls := ""
 	for _, m := range k.Modules {
+		if modName(m) == "tls" {
+			tls = m
+			continue
+		}
 		all = append(all, InitramfsFile{Path: "/modules/" + filepath.Base(m), Src: m, Mode: 0o644})
 		order = append(order, filepath.Base(m))
 	}
-	all = append(all, InitramfsFile{Path: "/modules.order", Data: []byte(strings.Join(order, "\n") + "\n"), Mode: 0o644})
+	if tls == "" {
+		return fmt.Errorf("kernel %s: no tls module among %v", k.Package, k.Modules)
+	}
+	release, err := moduleRelease(tls)
+	if err != nil {
+		return err
+	}
+	// tls's own dependencies, if any, precede it in the load order and
+	// are loaded by /init: modules.dep need not name them.
+	lib := "/lib/modules/" + release + "/"
+	all = append(all,
+		InitramfsFile{Path: "/modules.order", Data: []byte(strings.Join(order, "\n") + "\n"), Mode: 0o644},
+		InitramfsFile{Path: lib + "kernel/net/tls/tls.ko", Src: tls, Mode: 0o644},
+		InitramfsFile{Path: lib + "modules.dep", Data: []byte("kernel/net/tls/tls.ko:\n"), Mode: 0o644})
 	all = append(all, files...)
 
 	stage, err := os.MkdirTemp(filepath.Dir(out), ".initramfs-")

@@ -13,6 +13,8 @@ import (
 	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
+
+	"segorigin/internal/testreq"
 )
 
 // Method names how the rig slows storage, for test output.
@@ -122,12 +124,12 @@ func Mount(cfg Config) (*FS, error) {
 func MountT(t testing.TB, backing string, delay time.Duration) *FS {
 	t.Helper()
 	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skipf("slowfs: no /dev/fuse (%v): cannot make storage slow here", err)
+		testreq.Unmet(t, fmt.Sprintf("slowfs: no /dev/fuse (%v): cannot make storage slow here", err))
 	}
 	mnt := t.TempDir()
 	f, err := Mount(Config{Backing: backing, Mountpoint: mnt, Delay: delay})
 	if err != nil {
-		t.Skipf("slowfs: cannot mount FUSE here: %v", err)
+		testreq.Unmet(t, fmt.Sprintf("slowfs: cannot mount FUSE here (as root, or with fusermount3 from the Debian package fuse3): %v", err))
 	}
 	t.Cleanup(func() {
 		if err := f.Close(); err != nil {

@@ -25,6 +25,12 @@ type ktlsProbe struct {
 	ok      bool
 	reason  string        // why not, when !ok
 	ciphers []ktls.Cipher // those TLS_TX accepted
+	// noModule: TCP_ULP said ENOENT and the kernel lists no tls ULP: the
+	// module is not loaded (or the kernel lacks CONFIG_TLS). netAdmin
+	// says whether this process has CAP_NET_ADMIN, without which the
+	// kernel does not load the module on demand.
+	noModule bool
+	netAdmin bool
 }
 
 // probeKTLS tries the hand-over once on a loopback connection per cipher:
@@ -51,15 +57,36 @@ func probeKTLS() ktlsProbe {
 		return p
 	}
 	p.reason = probeReason(firstErr)
+	var se *setsockoptError
+	p.noModule = errors.As(firstErr, &se) && se.opt == "TCP_ULP" && errors.Is(firstErr, unix.ENOENT) && !ulpListed()
+	p.netAdmin = hasNetAdmin()
 	return p
+}
+
+// ulpListed reports whether the kernel lists the tls ULP (a missing or
+// unreadable list counts as not).
+func ulpListed() bool {
+	b, err := os.ReadFile(ulpList)
+	return err == nil && slices.Contains(strings.Fields(string(b)), "tls")
+}
+
+// hasNetAdmin reports whether CAP_NET_ADMIN is in this process's
+// effective set: the kernel's TCP_ULP autoloads the tls module only then.
+func hasNetAdmin() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[unix.CAP_NET_ADMIN/32].Effective&(1<<(unix.CAP_NET_ADMIN%32)) != 0
 }
 
 // probeReason words the start-up log line's ktls_reason.
 func probeReason(err error) string {
 	listed := "lacks tls"
-	if b, rerr := os.ReadFile(ulpList); rerr != nil {
+	if _, rerr := os.Stat(ulpList); rerr != nil {
 		listed = "unreadable"
-	} else if slices.Contains(strings.Fields(string(b)), "tls") {
+	} else if ulpListed() {
 		listed = "lists tls"
 	}
 	var se *setsockoptError

@@ -1,8 +1,12 @@
 package conn
 
 import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,4 +61,73 @@ func TestProbeKTLS(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestKTLSLoadModuleLine: when the start-up probe finds the tls module
+// missing, NewTLS logs exactly one line saying how to load it (now and at
+// boot) and whether this process could have had the kernel load it;
+// when the module is there, or kTLS is off, it logs no such line.
+func TestKTLSLoadModuleLine(t *testing.T) {
+	for _, mode := range []KTLSMode{KTLSAuto, KTLSAlways, KTLSOff} {
+		t.Run(string(mode), func(t *testing.T) {
+			var buf bytes.Buffer
+			st, err := NewTLS(TLSParams{Config: TLSConfig{Dev: true, KTLS: mode}, Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var lines []map[string]any
+			for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+				var m map[string]any
+				if err := json.Unmarshal([]byte(l), &m); err != nil {
+					t.Fatalf("log line %q: %v", l, err)
+				}
+				if msg, _ := m["msg"].(string); strings.Contains(msg, "tls module is not loaded") {
+					lines = append(lines, m)
+				}
+			}
+			want := 0
+			if mode != KTLSOff && !ulpListed() {
+				want = 1
+			}
+			if st.probe.noModule != (want == 1) {
+				t.Errorf("probe.noModule = %v with %s listing tls = %v", st.probe.noModule, ulpList, ulpListed())
+			}
+			if len(lines) != want {
+				t.Fatalf("%d lines saying the module is not loaded, want %d:\n%s", len(lines), want, buf.String())
+			}
+			if want == 0 {
+				return
+			}
+			msg := lines[0]["msg"].(string)
+			for _, s := range []string{"modprobe tls", "/etc/modules-load.d/"} {
+				if !strings.Contains(msg, s) {
+					t.Errorf("line %q does not say %q", msg, s)
+				}
+			}
+			if got := lines[0]["cap_net_admin"]; got != hasNetAdmin() {
+				t.Errorf("cap_net_admin = %v, want %v", got, hasNetAdmin())
+			}
+		})
+	}
+}
+
+// TestHasNetAdmin agrees with CapEff in /proc/self/status.
+func TestHasNetAdmin(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			eff, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			if err != nil {
+				t.Fatalf("CapEff %q: %v", v, err)
+			}
+			if want := eff&(1<<unix.CAP_NET_ADMIN) != 0; hasNetAdmin() != want {
+				t.Errorf("hasNetAdmin() = %v, CapEff %s says %v", hasNetAdmin(), strings.TrimSpace(v), want)
+			}
+			return
+		}
+	}
+	t.Fatal("/proc/self/status has no CapEff line")
 }

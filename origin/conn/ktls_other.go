@@ -12,9 +12,11 @@ import (
 // TLS and bodies go through the copy path.
 
 type ktlsProbe struct {
-	ok      bool
-	reason  string
-	ciphers []ktls.Cipher
+	ok       bool
+	reason   string
+	ciphers  []ktls.Cipher
+	noModule bool // never: there is no module to load
+	netAdmin bool
 }
 
 func probeKTLS() ktlsProbe { return ktlsProbe{reason: "kTLS is Linux only"} }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"segorigin/internal/ktlstest"
+	"segorigin/internal/testreq"
 	"segorigin/origin/conn"
 	"segorigin/origin/ktls"
 )
@@ -185,10 +186,7 @@ func TestKTLSDerivationOffByOne(t *testing.T) {
 // negotiates with a Go server (AES-256-GCM, ChaCha20-Poly1305), and TLS
 // 1.2, decrypted by openssl s_client.
 func TestKTLSDerivationOpenSSL(t *testing.T) {
-	openssl, err := exec.LookPath("openssl")
-	if err != nil {
-		t.Skip("openssl not installed")
-	}
+	openssl := testreq.Tool(t, "openssl", "the Debian package openssl, which .ci/deps installs")
 	for _, tt := range []struct {
 		name   string
 		args   []string

@@ -198,11 +198,29 @@ func NewTLS(p TLSParams) (*TLS, error) {
 	if cfg.KTLS != KTLSOff {
 		st.probe = probeKTLS()
 		st.attempt = st.probe.ok || cfg.KTLS == KTLSAlways
+		if st.probe.noModule {
+			logLoadModule(log, st.probe.netAdmin)
+		}
 	}
 	if st.attempt {
 		st.base.GetConfigForClient = st.configForClient
 	}
 	return st, nil
+}
+
+// logLoadModule is the one line that says how to load the kernel's tls
+// module when the probe found it missing. Under the shipped systemd unit
+// (CAP_NET_BIND_SERVICE only) the kernel will not load it for us, so it
+// must be loaded beforehand: now with modprobe, and at every boot by
+// systemd-modules-load (the Debian package installs
+// /usr/lib/modules-load.d/segorigin.conf).
+func logLoadModule(log *slog.Logger, netAdmin bool) {
+	why := "the kernel loads it on demand only for a process with CAP_NET_ADMIN, which this one lacks"
+	if netAdmin {
+		why = "the kernel could not load it on demand: it lacks CONFIG_TLS, or modprobe failed"
+	}
+	log.Warn("kTLS off: the kernel's tls module is not loaded; load it with `modprobe tls`, and at every boot with `echo tls > /etc/modules-load.d/tls.conf`",
+		"why", why, "cap_net_admin", netAdmin)
 }
 
 // configForClient gives a connection that will try the kTLS hand-over its

@@ -67,6 +67,10 @@ func main() {
 		rep.Done(*plan)
 		os.Exit(1)
 	}
+	if *plan == ktlsvm.PlanFull {
+		rep.Result(ktlsvm.CheckNoModule, env.checkNoModule())
+	}
+	rep.Result(ktlsvm.CheckModulesLoad, env.modulesLoad())
 	switch *plan {
 	case ktlsvm.PlanFull:
 		for _, run := range []string{ktlsvm.RunKTLS, ktlsvm.RunCopy} {

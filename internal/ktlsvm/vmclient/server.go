@@ -125,7 +125,8 @@ func (s *server) cut(path string, total int64) {
 }
 
 // startServer starts segorigin on host (127.0.0.1 or [::1]) with -ktls
-// mode, -write-timeout wt and -inline-max inlineMax, and waits for its
+// mode, -write-timeout wt and -inline-max inlineMax, with the unit's
+// privileges (see unprivileged), and waits for its
 // listening lines, its certificate's fingerprint and its body paths line,
 // which must say kTLS is on with every cipher (auto) or off.
 func (e *env) startServer(name, host, mode string, wt time.Duration, extraEnv []string) (*server, error) {
@@ -139,6 +140,7 @@ func (e *env) startServer(name, host, mode string, wt time.Duration, extraEnv []
 		"-log-format", "json", "-access-log", "-", "-access-log-format", "json",
 		"-write-timeout", wt.String(), "-drain-timeout", drainTimeout.String())
 	s.cmd.Env = append(os.Environ(), extraEnv...)
+	s.cmd.SysProcAttr = unprivileged()
 	stderr, err := s.cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -171,6 +173,9 @@ func (e *env) startServer(name, host, mode string, wt time.Duration, extraEnv []
 	}()
 	select {
 	case err = <-ready:
+		if err == nil {
+			err = checkPrivileges(s.cmd.Process.Pid)
+		}
 	case <-s.done:
 		err = fmt.Errorf("exited before it was ready: %v", s.waitErr)
 	case <-time.After(startTimeout):
