@@ -39,6 +39,22 @@ type AuthConfig struct {
 	// with WWW-Authenticate) or 403.
 	MissingStatus int
 
+	// QueryRewrite writes a query-carried token into every URI of the
+	// playlists and manifests it authorises (HLS URI lines and URI
+	// attributes, DASH BaseURL and segment URLs), so that players keep
+	// sending it: a relative URI resolves without the playlist's query
+	// (RFC 3986 §5.2.2). A URI outside the token's scope, or on a host
+	// other than the request's and QueryRewriteHosts, is left as it is.
+	// With secure_link, each URI under the document's directory gets its
+	// own md5= and expires=, with the request's expiry.
+	QueryRewrite bool
+	// QueryRewriteMaxBytes: a playlist or manifest larger than this is
+	// served unrewritten (counted); 0 means 1 MiB.
+	QueryRewriteMaxBytes int64
+	// QueryRewriteHosts are other hosts (host or host:port) whose URIs in
+	// a document get the token too: a CDN hostname for the same paths.
+	QueryRewriteHosts []string
+
 	// SecureLinkSecret selects the nginx secure_link scheme instead (for
 	// migrations): ?md5=<hash>&expires=<unix> in the query, checked with
 	// SecureLinkExpression (default "$expires$uri$remote_addr $secret").
@@ -75,6 +91,12 @@ func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*
 			p = "/" + p
 		}
 		a.cfg.Public = append(a.cfg.Public, p)
+	}
+	switch {
+	case cfg.QueryRewriteMaxBytes == 0:
+		a.cfg.QueryRewriteMaxBytes = defaultQueryRewriteMax
+	case cfg.QueryRewriteMaxBytes < 0:
+		return nil, fmt.Errorf("auth query rewrite max bytes: %d, want >= 0", cfg.QueryRewriteMaxBytes)
 	}
 	if cfg.PathPrefix != "" {
 		p := strings.Trim(cfg.PathPrefix, "/")
@@ -137,8 +159,9 @@ func (a *authorizer) stripCarrier(name string) (file, seg string) {
 // is valid, and one authorised by a token the URL does not carry must not
 // be kept by a shared cache at all (see capCacheControl).
 type grant struct {
-	until   int64 // unix second the token expires (exp=, expires=); 0: no token involved (public path)
-	private bool  // the token came in a cookie or Authorization header, not in the URL
+	until   int64      // unix second the token expires (exp=, expires=); 0: no token involved (public path)
+	private bool       // the token came in a cookie or Authorization header, not in the URL
+	query   queryGrant // the token came in the query and playlists are rewritten for it (QueryRewrite)
 }
 
 // check authorizes a request for file (cleaned, no leading slash). seg is
@@ -164,12 +187,18 @@ func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg, ip string, now t
 		} else if err = a.link.Verify(string(h), string(exp), path, ip, now); err == nil {
 			secs, _ := strconv.ParseInt(string(exp), 10, 64) // Verify parsed it
 			until = time.Unix(secs, 0)
+			if a.cfg.QueryRewrite {
+				g.query.linkExpiry = until
+			}
 		}
 	case seg != "":
 		until, err = a.verify.VerifySegmentUntil(seg, path, ip, now)
 	default:
 		tok, inURL := a.findToken(ctx)
 		g.private = !inURL
+		if inURL && a.cfg.QueryRewrite {
+			g.query.tok = tok
+		}
 		switch {
 		case tok == nil:
 			err = errNoToken

@@ -259,6 +259,9 @@ func DefaultConfig() Config {
 			Cookie:        "segorigin_token",
 			Bearer:        true,
 			MissingStatus: 401,
+			QueryRewrite:  true,
+
+			QueryRewriteMaxBytes: defaultQueryRewriteMax,
 		},
 	}
 }

@@ -233,6 +233,9 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, name string, h *ca
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
 	mt := lookupType(name)
 	p.kind = mt.kind
+	if g.query.rewrites() && mt.kind == kindPlaylist && s.serveRewritten(ctx, p, name, h, rh, g, mt) {
+		return
+	}
 	switch evaluatePreconditions(rh, v) {
 	case notModified:
 		h.Release()
