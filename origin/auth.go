@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -66,19 +67,21 @@ func (a *AuthConfig) enabled() bool { return a.Keys != nil || a.SecureLinkSecret
 
 // authorizer checks every request that is not public.
 type authorizer struct {
-	cfg    AuthConfig
-	verify *token.Verifier           // EdgeAuth scheme
-	link   *token.SecureLinkVerifier // secure_link scheme
-	prefix string                    // "t/": the path carrier, as the cleaned path starts
-	stats  *authCounters
-	logs   [NumAuthReasons]rateLimitedLog // refusals, by AuthReason.logGroup, so each reason is logged
-	redact token.Redactor                 // hides this configuration's carriers in logs
+	cfg     AuthConfig
+	verify  *token.Verifier           // EdgeAuth scheme
+	link    *token.SecureLinkVerifier // secure_link scheme
+	prefix  string                    // "t/": the path carrier, as the cleaned path starts
+	stats   *authCounters
+	logs    [NumAuthReasons]rateLimitedLog // refusals, by AuthReason.logGroup, so each reason is logged
+	redact  token.Redactor                 // hides this configuration's carriers in logs
+	outPool sync.Pool                      // *[]byte: rewritten playlists (serveRewritten), copied into the response
 }
 
 var errNoToken = errors.New("origin: no token")
 
 func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*authorizer, error) {
 	a := &authorizer{cfg: cfg, stats: stats}
+	a.outPool.New = func() any { b := make([]byte, 0, 4<<10); return &b }
 	if cfg.MissingStatus == 0 {
 		a.cfg.MissingStatus = fasthttp.StatusUnauthorized
 	}

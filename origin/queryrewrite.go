@@ -93,10 +93,10 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan, name string, 
 		}
 	}
 	t := a.rewriteTarget(ctx, name, g.query, s.clientIP(ctx), int(limit)*2)
-	bp := s.bufPool.Get().(*[]byte)
-	defer s.bufPool.Put(bp)
+	bp := a.outPool.Get().(*[]byte)
+	defer a.outPool.Put(bp)
 	out, res, err := format((*bp)[:0], src, t)
-	*bp = out[:0]
+	*bp = out[:0] // keep what it grew to
 	switch {
 	case errors.Is(err, rewrite.ErrTooLarge):
 		st.TooLarge.Add(1)
