@@ -212,15 +212,17 @@ func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg que
 		}
 		return t
 	}
-	tok, param := qg.tok, a.cfg.QueryParam
-	t.Names = []string{param}
+	// The token's scope and the parameter are made once per document,
+	// not per URI.
+	scope := token.ParseScope(qg.tok)
+	param := append([]byte(a.cfg.QueryParam+"="), nil...)
+	param = rewrite.AppendQueryValue(param, qg.tok)
+	t.Names = []string{a.cfg.QueryParam}
 	t.Param = func(dst []byte, p string) ([]byte, bool) {
-		if !token.Covers(tok, p) {
+		if !scope.Covers(p) {
 			return dst, false
 		}
-		dst = append(dst, param...)
-		dst = append(dst, '=')
-		return rewrite.AppendQueryValue(dst, tok), true
+		return append(dst, param...), true
 	}
 	return t
 }

@@ -150,7 +150,7 @@ func (r *run) startTag(dst *[]byte, src []byte, base *url.URL) (n int, local str
 		if isURIAttr(attrs, attr) {
 			uri := unescapeXML(value)
 			if local == "SegmentTemplate" {
-				uri = fillTemplate(uri)
+				uri = []byte(fillTemplate(string(uri)))
 			}
 			*dst = r.appendURI(*dst, value, uri, base, xmlSep)
 		} else {
@@ -186,7 +186,7 @@ func (r *run) baseURL(dst *[]byte, src []byte, bases *[]*url.URL) (int, error) {
 	value := unescapeXML(uri)
 	// Several BaseURLs in one element are alternatives; players start
 	// with the first, so the first is the base of what follows.
-	if ref, err := url.Parse(value); err == nil && len(uri) > 0 && (*bases)[top] == inherited {
+	if ref, err := url.Parse(string(value)); err == nil && len(uri) > 0 && (*bases)[top] == inherited {
 		(*bases)[top] = inherited.ResolveReference(ref)
 	}
 	*dst = append(*dst, text[:lead]...)
@@ -242,9 +242,9 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\
 // unescapeXML decodes the predefined entities and character references
 // (XML 1.0 §4.6, §4.1) of an attribute value or text; anything it does
 // not know is kept as written.
-func unescapeXML(b []byte) string {
+func unescapeXML(b []byte) []byte {
 	if bytes.IndexByte(b, '&') < 0 {
-		return string(b)
+		return b
 	}
 	var out strings.Builder
 	for len(b) > 0 {
@@ -267,7 +267,7 @@ func unescapeXML(b []byte) string {
 		}
 		b = b[semi+1:]
 	}
-	return out.String()
+	return []byte(out.String())
 }
 
 func entity(name string) (string, bool) {

@@ -56,7 +56,7 @@ func (r *run) hlsLine(dst, line []byte) []byte {
 			return append(dst, line...)
 		}
 		dst = append(dst, body[:lead]...)
-		dst = r.appendURI(dst, uri, string(uri), r.t.Base, hlsSep)
+		dst = r.appendURI(dst, uri, uri, r.t.Base, hlsSep)
 		dst = append(dst, body[lead+len(uri):]...)
 		return append(dst, end...)
 	}
@@ -98,7 +98,7 @@ func (r *run) hlsAttributes(dst, list []byte) []byte {
 		if string(bytes.TrimSpace(name)) == "URI" && len(value) >= 2 && value[0] == '"' {
 			uri := value[1 : len(value)-1]
 			dst = append(dst, '"')
-			dst = r.appendURI(dst, uri, string(uri), r.t.Base, hlsSep)
+			dst = r.appendURI(dst, uri, uri, r.t.Base, hlsSep)
 			dst = append(dst, '"')
 		} else {
 			dst = append(dst, value...)

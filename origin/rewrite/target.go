@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/url"
 	"strings"
+	"unsafe"
 )
 
 // ErrTooLarge: the rewritten document would exceed Target.MaxOut bytes.
@@ -33,7 +34,8 @@ type Target struct {
 	// already holds one of them is left alone (the packager signed it).
 	Names []string
 	// Param appends to dst the parameters a URI naming path (absolute,
-	// percent-decoded, dot segments removed) must carry, as
+	// percent-decoded, dot segments removed; valid only during the call)
+	// must carry, as
 	// "name=value[&name=value]" already escaped for a query, and says
 	// whether it must carry any: false leaves the URI as it is (a path
 	// outside the token's scope).
@@ -65,12 +67,13 @@ type run struct {
 	t    *Target
 	res  Result
 	pbuf []byte // Param's output for the URI at hand, reused
+	sbuf []byte // simplePath's scratch, reused
 }
 
 // appendURI appends raw, the URI as it is spelled in the document, with
 // the parameters inserted when the target says so; uri is its value
 // (entities decoded) and base what it resolves against.
-func (r *run) appendURI(dst, raw []byte, uri string, base *url.URL, s sep) []byte {
+func (r *run) appendURI(dst, raw, uri []byte, base *url.URL, s sep) []byte {
 	params, ok := r.paramsFor(uri, base)
 	if !ok {
 		r.res.Left++
@@ -81,11 +84,16 @@ func (r *run) appendURI(dst, raw []byte, uri string, base *url.URL, s sep) []byt
 	// land after it, inside the fragment, which makes the URI unsigned,
 	// never wider.
 	cut := len(raw)
-	for i := 0; i < len(raw); i++ {
-		if raw[i] == '#' && (i == 0 || raw[i-1] != '&') {
+	for off := 0; ; {
+		i := bytes.IndexByte(raw[off:], '#')
+		if i < 0 {
+			break
+		}
+		if i += off; i == 0 || raw[i-1] != '&' {
 			cut = i
 			break
 		}
+		off = i + 1
 	}
 	r.res.Rewritten++
 	q := bytes.IndexByte(raw[:cut], '?')
@@ -98,24 +106,34 @@ func (r *run) appendURI(dst, raw []byte, uri string, base *url.URL, s sep) []byt
 	} else {
 		dst = append(dst, s.amp...)
 	}
-	for i := 0; i < len(params); i++ {
-		if params[i] == '&' {
-			dst = append(dst, s.amp...)
-		} else {
-			dst = append(dst, params[i])
+	for len(params) > 0 {
+		i := bytes.IndexByte(params, '&')
+		if i < 0 {
+			dst = append(dst, params...)
+			break
 		}
+		dst = append(append(dst, params[:i]...), s.amp...)
+		params = params[i+1:]
 	}
 	return append(dst, raw[cut:]...)
 }
 
 // paramsFor returns the parameters for uri (in r.pbuf, valid until the
 // next call), or false to leave it.
-func (r *run) paramsFor(uri string, base *url.URL) ([]byte, bool) {
+func (r *run) paramsFor(uri []byte, base *url.URL) ([]byte, bool) {
 	t := r.t
-	if uri == "" || t.Param == nil {
+	if len(uri) == 0 || t.Param == nil {
 		return nil, false
 	}
-	ref, err := url.Parse(uri)
+	if p, ok := r.simplePath(uri, base); ok {
+		if !t.ours(base) {
+			return nil, false
+		}
+		var ok bool
+		r.pbuf, ok = t.Param(r.pbuf[:0], p)
+		return r.pbuf, ok
+	}
+	ref, err := url.Parse(string(uri))
 	if err != nil {
 		return nil, false
 	}
@@ -125,10 +143,7 @@ func (r *run) paramsFor(uri string, base *url.URL) ([]byte, bool) {
 		}
 	}
 	abs := base.ResolveReference(ref)
-	if abs.Scheme != "http" && abs.Scheme != "https" {
-		return nil, false
-	}
-	if !strings.EqualFold(abs.Host, t.Base.Host) && !t.listedHost(abs.Host) {
+	if !t.ours(abs) {
 		return nil, false
 	}
 	p := abs.Path
@@ -138,6 +153,62 @@ func (r *run) paramsFor(uri string, base *url.URL) ([]byte, bool) {
 	var ok bool
 	r.pbuf, ok = t.Param(r.pbuf[:0], p)
 	return r.pbuf, ok
+}
+
+// simplePath resolves the URIs most playlists hold, a relative path of
+// plain characters ("seg001.ts", "180p/index.m3u8", "../w1/seg001.m4s")
+// with no query, without net/url: RFC 3986 §5.2.2-§5.2.4 make it the
+// base's path up to its last '/', less one segment per leading "../",
+// followed by the rest. Anything else (a scheme, an authority, an absolute
+// path, a query or fragment, any other dot segment, a percent-encoding,
+// climbing above the root) reports false, for net/url to resolve.
+func (r *run) simplePath(uri []byte, base *url.URL) (string, bool) {
+	if base.RawPath != "" {
+		return "", false
+	}
+	dir := base.Path[:strings.LastIndexByte(base.Path, '/')+1]
+	if dir == "" || dir[0] != '/' {
+		return "", false
+	}
+	rest := uri
+	for bytes.HasPrefix(rest, dotdot) {
+		if len(dir) <= 1 {
+			return "", false
+		}
+		rest = rest[3:]
+		dir = dir[:strings.LastIndexByte(dir[:len(dir)-1], '/')+1]
+	}
+	if len(rest) == 0 {
+		return "", false
+	}
+	prev := byte('/')
+	for i := 0; i < len(rest); i++ {
+		c := rest[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '~', c == '$':
+		case c == '.' || c == '/':
+			if prev == '/' {
+				return "", false // an empty segment, or one starting with '.'
+			}
+		default:
+			return "", false // ':', '?', '#', '%' and the rest
+		}
+		prev = c
+	}
+	r.sbuf = append(append(r.sbuf[:0], dir...), rest...)
+	// Valid until the next URI: Param may not keep it.
+	return unsafe.String(unsafe.SliceData(r.sbuf), len(r.sbuf)), true
+}
+
+var dotdot = []byte("../")
+
+// ours reports whether u is on this origin: HTTP or HTTPS, on Base's
+// host or a listed one.
+func (t *Target) ours(u *url.URL) bool {
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return false
+	}
+	return strings.EqualFold(u.Host, t.Base.Host) || t.listedHost(u.Host)
 }
 
 func (t *Target) listedHost(h string) bool {
