@@ -66,16 +66,25 @@ func checkRequests(t *testing.T, c playerCase, r playerResult, pageOrigin string
 	return ranged
 }
 
-// checkAgainstDisk checks one GET's status, Content-Range and body against
-// the file it names.
-func checkAgainstDisk(q mediaRequest) error {
+// fileOf returns the URL of q and the file on disk it names.
+func fileOf(q mediaRequest) (*url.URL, []byte, error) {
 	u, err := url.Parse(q.URL)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	data, err := os.ReadFile(diskPath(u.Path))
 	if err != nil {
-		return fmt.Errorf("GET %s: file on disk: %v", q.URL, err)
+		return nil, nil, fmt.Errorf("GET %s: file on disk: %v", q.URL, err)
+	}
+	return u, data, nil
+}
+
+// checkAgainstDisk checks one GET's status, Content-Range and body against
+// the file it names.
+func checkAgainstDisk(q mediaRequest) error {
+	u, data, err := fileOf(q)
+	if err != nil {
+		return err
 	}
 	size := int64(len(data))
 	var first, last int64 = 0, size - 1
@@ -134,13 +143,9 @@ func checkQueryToken(q mediaRequest, tok string) error {
 // without the inserted "?token=T", "&token=T" and "&amp;token=T" it is the
 // file on disk.
 func checkRewritten(q mediaRequest, tok string) error {
-	u, err := url.Parse(q.URL)
+	u, data, err := fileOf(q)
 	if err != nil {
 		return err
-	}
-	data, err := os.ReadFile(diskPath(u.Path))
-	if err != nil {
-		return fmt.Errorf("GET %s: file on disk: %v", q.URL, err)
 	}
 	if q.Status != 200 || q.ContentLength != strconv.Itoa(len(q.Text)) {
 		return fmt.Errorf("GET %s = %d, Content-Length %q for a body of %d bytes; want 200 and its length", q.URL, q.Status, q.ContentLength, len(q.Text))
