@@ -31,9 +31,13 @@
 //     whitespace, comments, attribute quoting, entity spelling and the
 //     order of everything stay as they were, so removing the inserted
 //     parameters gives back the input. The fuzz targets check exactly that.
-//   - It is bounded: one pass over the input, state of a few words (and,
-//     for DASH, one base URL per open element, at most MaxDepth), output
-//     at most Target.MaxOut bytes or ErrTooLarge.
+//   - It is bounded: one pass over the input, never looking back, state of
+//     a few words (and, for DASH, one base URL per open element, at most
+//     MaxDepth), output at most Target.MaxOut bytes or ErrTooLarge. The
+//     input is taken as one slice rather than read in chunks: the output
+//     has to be held whole anyway (its ETag and Content-Length go before
+//     it), and the caller bounds the input (origin serves a document over
+//     its size limit unrewritten).
 //
 // # Why DASH is scanned by hand
 //
