@@ -85,6 +85,8 @@ func testQueryTokenRewrites(t *testing.T, mode serverMode) {
 	mustHeader(t, r, "Content-Type", "application/vnd.apple.mpegurl", "master with a query token")
 	// RFC 9111 §5.2.2.1: no cache may keep it past the token's expiry.
 	mustHeader(t, r, "Cache-Control", "public, max-age=10", "master, token valid 90 s, playlist max-age 10")
+	short := mustSign(t, keys["k1"], token.Claims{Expiry: now.Add(5 * time.Second), ACL: []string{"/vod/title42/*"}, KeyID: "k1"})
+	mustHeader(t, ts.get("/vod/title42/master.m3u8?token="+short), "Cache-Control", "public, max-age=5", "master, token valid 5 s")
 
 	// The file itself, through a path token: its own bytes and ETag.
 	file := ts.get("/t/" + token.PathSegment(tok) + "/vod/title42/master.m3u8")
