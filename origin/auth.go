@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -40,6 +41,22 @@ type AuthConfig struct {
 	// WWW-Authenticate; DefaultConfig's) or 403.
 	MissingStatus int
 
+	// QueryRewrite writes a query-carried token into every URI of the
+	// playlists and manifests it authorises (HLS URI lines and URI
+	// attributes, DASH BaseURL and segment URLs), so that players keep
+	// sending it: a relative URI resolves without the playlist's query
+	// (RFC 3986 §5.2.2). A URI outside the token's scope, or on a host
+	// other than the request's and QueryRewriteHosts, is left as it is.
+	// With secure_link, each URI under the document's directory gets its
+	// own md5= and expires=, with the request's expiry.
+	QueryRewrite bool
+	// QueryRewriteMaxBytes: a playlist or manifest larger than this is
+	// served unrewritten (counted); 0 means 1 MiB.
+	QueryRewriteMaxBytes int64
+	// QueryRewriteHosts are other hosts (host or host:port) whose URIs in
+	// a document get the token too: a CDN hostname for the same paths.
+	QueryRewriteHosts []string
+
 	// SecureLinkSecret selects the nginx secure_link scheme instead (for
 	// migrations): ?md5=<hash>&expires=<unix> in the query, checked with
 	// SecureLinkExpression (DefaultConfig: "$expires$uri$remote_addr $secret").
@@ -58,12 +75,14 @@ type authorizer struct {
 	stats    *authCounters
 	logs     [NumAuthReasons]rateLimitedLog // refusals, by AuthReason.logGroup, so each reason is logged
 	redact   token.Redactor                 // hides this configuration's carriers in logs
+	outPool  sync.Pool                      // *[]byte: rewritten playlists (serveRewritten), copied into the response
 }
 
 var errNoToken = errors.New("origin: no token")
 
 func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*authorizer, error) {
 	a := &authorizer{cfg: cfg, stats: stats}
+	a.outPool.New = func() any { b := make([]byte, 0, 4<<10); return &b }
 	if s := a.cfg.MissingStatus; s != fasthttp.StatusUnauthorized && s != fasthttp.StatusForbidden {
 		return nil, fmt.Errorf("auth missing status: %d, want 401 or 403", s)
 	}
@@ -73,6 +92,12 @@ func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*
 			p = "/" + p
 		}
 		a.cfg.Public = append(a.cfg.Public, p)
+	}
+	switch {
+	case cfg.QueryRewriteMaxBytes == 0:
+		a.cfg.QueryRewriteMaxBytes = defaultQueryRewriteMax
+	case cfg.QueryRewriteMaxBytes < 0:
+		return nil, fmt.Errorf("auth query rewrite max bytes: %d, want >= 0", cfg.QueryRewriteMaxBytes)
 	}
 	if cfg.PathPrefix != "" {
 		p := strings.Trim(cfg.PathPrefix, "/")
@@ -135,7 +160,8 @@ type grant struct {
 	private bool  // the token came in a cookie or Authorization header, not in the URL
 	// seg is the path carrier's segment the check accepted (empty for
 	// none): read-ahead checks another file against the same credentials.
-	seg reqName
+	seg   reqName
+	query queryGrant // the token came in the query and playlists are rewritten for it (QueryRewrite)
 }
 
 // check authorizes a request for file (cleaned, no leading slash). seg is
@@ -172,12 +198,18 @@ func (a *authorizer) verify(ctx *fasthttp.RequestCtx, file, seg, ip string, now 
 		} else if err = a.link.Verify(string(h), string(exp), path, ip, now); err == nil {
 			secs, _ := strconv.ParseInt(string(exp), 10, 64) // Verify parsed it
 			until = time.Unix(secs, 0)
+			if a.cfg.QueryRewrite {
+				g.query.linkExpiry = until
+			}
 		}
 	case seg != "":
 		until, err = a.verifier.VerifySegmentUntil(seg, path, ip, now)
 	default:
 		tok, inURL := a.findToken(ctx)
 		g.private = !inURL
+		if inURL && a.cfg.QueryRewrite {
+			g.query.tok = tok
+		}
 		switch {
 		case tok == nil:
 			err = errNoToken

@@ -287,6 +287,8 @@ func DefaultConfig() Config {
 			Skew:          token.DefaultSkew,
 			// nginx's secure_link_md5 as its documentation writes it.
 			SecureLinkExpression: "$expires$uri$remote_addr $secret",
+			QueryRewrite:         true,
+			QueryRewriteMaxBytes: defaultQueryRewriteMax,
 		},
 	}
 }

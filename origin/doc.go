@@ -33,6 +33,10 @@
 //	→ cache.Acquire: fd + size + mtime + ETag (open+fstat only on a miss;
 //	  os.Root keeps symlinks inside the root; a file whose real path has a
 //	  hidden segment is 404 like its name would be)
+//	→ a playlist or manifest authorised by a query token: rewritten by
+//	  origin/rewrite so each URI in the token's scope carries it, an
+//	  in-memory body with its own ETag (queryrewrite.go; a file the cache
+//	  did not inline is read off the event loop)
 //	→ evaluatePreconditions: RFC 9110 §13.2.2 order (412, 304)
 //	→ ranges.ParseInto (GET only, and only if If-Range holds) → 200, 206,
 //	  multipart 206 or 416

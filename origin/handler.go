@@ -235,6 +235,9 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, r
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
 	mt := s.lookupType(h.Name)
 	p.kind = mt.kind
+	if g.query.rewrites() && mt.kind == kindPlaylist && s.serveRewritten(ctx, p, h.Name, h, rh, g, mt) {
+		return
+	}
 	switch evaluatePreconditions(rh, v) {
 	case notModified:
 		h.Release()

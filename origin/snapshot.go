@@ -33,6 +33,7 @@ type Stats struct {
 
 	Transport TransportStats
 	Auth      AuthStats
+	Rewrite   RewriteStats // playlists and manifests answered to a query token (Auth.QueryRewrite)
 	TLS       TLSStats
 	Cold      ColdStats
 	ReadAhead ReadAheadStats // zero when read-ahead is off
@@ -82,6 +83,15 @@ type TransportStats struct {
 // AuthStats count authorization outcomes, indexed by AuthReason.
 type AuthStats struct {
 	ByReason [NumAuthReasons]int64
+}
+
+// RewriteStats count what became of playlists and manifests answered to
+// a query token with Auth.QueryRewrite on.
+type RewriteStats struct {
+	Rewritten int64 // served with the token written into their URIs
+	Unchanged int64 // no URI needed it (none listed, or none in the token's scope): served as the file is
+	TooLarge  int64 // over Auth.QueryRewriteMaxBytes: served unrewritten
+	Failed    int64 // not a playlist or manifest the rewriter could read: served unrewritten
 }
 
 // TLSStats count handshakes, the kTLS hand-over per outcome, and
@@ -162,9 +172,11 @@ func (c *counters) snapshot() Stats {
 		CMCD:            c.CMCD.snapshot(),
 		ListenerStats:   listenerSnapshot(&c.ListenerStats),
 		Transport:       c.Transport.snapshot(),
-		TLS:             tlsSnapshot(&c.TLS),
-		Cold:            c.Cold.snapshot(),
-		ReadAhead:       c.ReadAhead.snapshot(),
+		Rewrite: RewriteStats{Rewritten: c.Rewrite.Rewritten.Load(), Unchanged: c.Rewrite.Unchanged.Load(),
+			TooLarge: c.Rewrite.TooLarge.Load(), Failed: c.Rewrite.Failed.Load()},
+		TLS:       tlsSnapshot(&c.TLS),
+		Cold:      c.Cold.snapshot(),
+		ReadAhead: c.ReadAhead.snapshot(),
 	}
 	loadAll(s.ByStatus[:], c.ByStatus[:])
 	loadAll(s.Kinds[:], c.Kinds[:])

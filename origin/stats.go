@@ -37,6 +37,7 @@ type counters struct {
 
 	Transport transportCounters
 	Auth      authCounters
+	Rewrite   rewriteCounters
 	TLS       conn.TLSStats
 	Cold      coldCounters
 	ReadAhead raCounters

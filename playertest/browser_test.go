@@ -34,8 +34,12 @@ type playerCase struct {
 	Src        string `json:"src"`
 	ExpectFail bool   `json:"expectFail,omitempty"`
 	CMCD       string `json:"cmcd,omitempty"` // "header": the player sends CMCD in request headers
+	// Seek: once playback passes 1 s the page seeks here (seconds), and
+	// the case passes when playback passes Seek+1 after the seek.
+	Seek float64 `json:"seek,omitempty"`
 
 	stream stream
+	token  string // the query token Src carries ("" for none): every media URL must carry it
 }
 
 // driverOutput is what driver.mjs prints.
@@ -48,6 +52,7 @@ type driverOutput struct {
 type playerResult struct {
 	Name        string         `json:"name"`
 	Passed      bool           `json:"passed"`
+	Seeked      bool           `json:"seeked"`
 	Version     string         `json:"version"`
 	CurrentTime float64        `json:"currentTime"`
 	Fatal       []string       `json:"fatal"`
@@ -76,14 +81,19 @@ type mediaRequest struct {
 	BodyLength    int64    `json:"bodyLength"`
 	SHA256        string   `json:"sha256"`
 	BodyError     string   `json:"bodyError"`
+	Text          string   `json:"text"` // the body of a playlist or manifest
 	Failure       string   `json:"failure"`
 }
 
+// querySeek is where the query-token cases seek to (seconds).
+const querySeek = 4
+
 // TestBrowserPlayers plays every HLS stream with hls.js and every DASH stream
 // with dash.js and Shaka Player in headless Chromium, from a page on another
-// origin, plainly and through a path token; and checks that a player without
-// a token is refused with a 401 it can read. Every request the page made to
-// segorigin is checked against the file on disk.
+// origin, plainly, through a path token and through a query token (seeking
+// too; the playlists rewritten to carry it); and checks that a player
+// without a token is refused with a 401 it can read. Every request the page
+// made to segorigin is checked against the file on disk.
 func TestBrowserPlayers(t *testing.T) {
 	testreq.Slow(t, "plays every stream in Chromium with hls.js, dash.js and Shaka")
 	requireBrowser(t)
@@ -94,14 +104,18 @@ func TestBrowserPlayers(t *testing.T) {
 		if v.tls && v.token {
 			continue // TLS and tokens are independent; TestFFmpeg runs the pair, this saves 25 s
 		}
-		for _, s := range streams {
-			src := v.src(t, s.manifest)
+		for _, s := range streamsFor(v) {
+			src, tok := v.src(t, s.manifest)
 			players := []string{"hls"}
 			if s.dash {
 				players = []string{"dash", "shaka"}
 			}
 			for _, p := range players {
-				cases = append(cases, playerCase{Name: v.name + "-" + playerLabel[p] + "-" + s.name, Player: p, Src: src, stream: s})
+				c := playerCase{Name: v.name + "-" + playerLabel[p] + "-" + s.name, Player: p, Src: src, stream: s, token: tok}
+				if v.query {
+					c.Seek = querySeek
+				}
+				cases = append(cases, c)
 			}
 		}
 	}
@@ -109,8 +123,9 @@ func TestBrowserPlayers(t *testing.T) {
 	// CMCD headers or no media request gets through.
 	for _, pc := range []struct{ player, stream string }{{"hls", "hls-fmp4"}, {"dash", "dash-template"}} {
 		s := streamNamed(t, pc.stream)
+		src, _ := variants[0].src(t, s.manifest)
 		cases = append(cases, playerCase{Name: "cmcd-header-" + playerLabel[pc.player] + "-" + s.name,
-			Player: pc.player, Src: variants[0].src(t, s.manifest), CMCD: "header", stream: s})
+			Player: pc.player, Src: src, CMCD: "header", stream: s})
 	}
 	// Without a token: the player must stop on the 401 (hls.js on a playlist,
 	// dash.js on an MPD).
@@ -174,9 +189,16 @@ func countMethod(reqs []mediaRequest, method string) int {
 // checkPlayed: playback passed the target time with no fatal player error.
 func checkPlayed(t *testing.T, c playerCase, r playerResult) {
 	t.Helper()
-	if !r.Passed || len(r.Fatal) > 0 || r.Error != "" {
-		t.Errorf("%s %s on %s: currentTime %.2fs (want ≥ %ds), fatal %q, error %q, %s; console %q",
-			c.Player, r.Version, c.Src, r.CurrentTime, targetSeconds, r.Fatal, r.Error, r.Timeout, r.Console)
+	target := float64(targetSeconds)
+	if c.Seek > 0 {
+		target = c.Seek + 1
+		if !r.Seeked {
+			t.Errorf("%s %s on %s: never seeked to %gs", c.Player, r.Version, c.Src, c.Seek)
+		}
+	}
+	if !r.Passed || len(r.Fatal) > 0 || r.Error != "" || r.CurrentTime < target {
+		t.Errorf("%s %s on %s: currentTime %.2fs (want ≥ %gs), fatal %q, error %q, %s; console %q",
+			c.Player, r.Version, c.Src, r.CurrentTime, target, r.Fatal, r.Error, r.Timeout, r.Console)
 	}
 	if len(r.Warnings) > 0 {
 		t.Logf("%s recovered from: %q", c.Player, r.Warnings)

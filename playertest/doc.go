@@ -1,7 +1,8 @@
 // Package playertest shows that real players play every fixture stream from
 // segorigin: ffmpeg and ffprobe, and hls.js, dash.js and Shaka Player in
 // Debian's headless Chromium from a page on another origin; over HTTP and
-// HTTPS, with and without auth (a path token).
+// HTTPS, with and without auth (a path token, and a query token that the
+// server writes into every playlist and MPD it serves, seeking included).
 //
 // It owns no production code: its tests build cmd/segorigin, run it on
 // 127.0.0.1:0 over fixtures/media, and point the players at it. The browser

@@ -9,7 +9,10 @@
 //
 // CASES.json: {"outDir": "...", "targetSeconds": 4, "timeoutMs": 30000, "rate": 2,
 //              "cases": [{"name", "player": "hls|dash|shaka", "src",
-//                         "expectFail": false, "cmcd": ""|"header"}]}
+//                         "expectFail": false, "cmcd": ""|"header", "seek": 0}]}
+//
+// seek > 0: once playback passes 1 s the page seeks to seek seconds, and
+// the case passes when playback then passes seek + 1.
 //
 // The test page and the player libraries are served by a static server on
 // another loopback port, so the media is always cross-origin. One browser
@@ -91,6 +94,7 @@ function recordRequests(ctx, mediaOrigin) {
           const body = await resp.body();
           rec.bodyLength = body.length;
           rec.sha256 = createHash('sha256').update(body).digest('hex');
+          if (/\.(m3u8|mpd)$/.test(new URL(req.url()).pathname)) rec.text = body.toString('utf8');
         } catch (e) {
           rec.bodyError = String(e.message || e).split('\n')[0];
         }
@@ -120,20 +124,23 @@ async function runCase(browser, pageBase, c, cfg) {
   page.on('pageerror', (e) => { if (console.length < 20) console.push(`pageerror: ${e.message}`); });
   const result = { name: c.name, player: c.player, src: c.src, passed: false };
   try {
-    await page.goto(`${pageBase}/index.html?player=${c.player}&rate=${cfg.rate}&cmcd=${c.cmcd || ''}&src=${encodeURIComponent(c.src)}`);
-    const target = c.expectFail ? 1e9 : cfg.targetSeconds;
+    await page.goto(`${pageBase}/index.html?player=${c.player}&rate=${cfg.rate}&cmcd=${c.cmcd || ''}&seek=${c.seek || 0}&src=${encodeURIComponent(c.src)}`);
+    const goal = c.seek ? c.seek + 1 : cfg.targetSeconds;
+    const target = c.expectFail ? 1e9 : goal;
     try {
       await page.waitForFunction(
-        (t) => window.playerState && (window.playerState.fatal.length > 0 || window.playerState.currentTime >= t),
-        target, { timeout: cfg.timeoutMs, polling: 100 });
+        ([t, seek]) => window.playerState && (window.playerState.fatal.length > 0 ||
+          ((!seek || window.playerState.seeked) && window.playerState.currentTime >= t)),
+        [target, c.seek || 0], { timeout: cfg.timeoutMs, polling: 100 });
     } catch (e) {
       result.timeout = `no progress past the target within ${cfg.timeoutMs} ms`;
     }
     const st = await page.evaluate(() => ({ ...window.playerState, currentTime: document.getElementById('video').currentTime,
       width: document.getElementById('video').videoWidth, height: document.getElementById('video').videoHeight }));
     Object.assign(result, { version: st.version, currentTime: st.currentTime, fatal: st.fatal,
-      warnings: st.warnings, videoWidth: st.width, videoHeight: st.height });
-    result.passed = c.expectFail ? st.fatal.length > 0 : (st.fatal.length === 0 && st.currentTime >= cfg.targetSeconds);
+      warnings: st.warnings, videoWidth: st.width, videoHeight: st.height, seeked: !!st.seeked });
+    result.passed = c.expectFail ? st.fatal.length > 0 :
+      (st.fatal.length === 0 && st.currentTime >= goal && (!c.seek || !!st.seeked));
     if (!c.expectFail) {
       result.screenshot = join(cfg.outDir, `${c.name.replace(/[^A-Za-z0-9_.-]+/g, '_')}.png`);
       await page.screenshot({ path: result.screenshot });

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -37,13 +39,13 @@ var (
 // ffmpegDecode decodes every stream of input (all programs: -map 0) to the
 // end and fails the test on any error ffmpeg logs. -xerror stops at the
 // first error; debug logging shows the request headers it sends.
-func ffmpegDecode(t *testing.T, input string) decoded {
+func ffmpegDecode(t *testing.T, input string, inputOpts ...string) decoded {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ffmpeg", "-nostdin", "-hide_banner",
-		"-loglevel", "repeat+level+debug", "-xerror",
-		"-i", input, "-map", "0", "-f", "framemd5", "-")
+	args := append([]string{"-nostdin", "-hide_banner", "-loglevel", "repeat+level+debug", "-xerror"}, inputOpts...)
+	args = append(args, "-i", input, "-map", "0", "-f", "framemd5", "-")
+	cmd := exec.CommandContext(ctx, "ffmpeg", args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -103,23 +105,36 @@ func rangeSummary(d decoded) string {
 	return fmt.Sprintf("%d requests, all with Range, %d of them a span other than bytes=0-", len(d.ranges), spans)
 }
 
-// TestFFmpeg decodes every fixture stream from segorigin, plainly and through
-// a path token, and compares each decoded frame with the same stream read
-// from disk.
+// seekTo is where the query variant's seek starts decoding (-ss, seconds;
+// the fixtures are 8 s long).
+const seekTo = "4"
+
+// TestFFmpeg decodes every fixture stream from segorigin, plainly, through
+// a path token and through a query token (the playlists rewritten to carry
+// it), and compares each decoded frame with the same stream read from
+// disk; with a query token it also seeks where ffmpeg can.
 func TestFFmpeg(t *testing.T) {
 	testreq.Slow(t, "ffmpeg plays every stream to its end (about 45 s)")
 	requireFFmpeg(t)
 	variants, auth := startVariants(t)
 
-	for _, s := range streams {
+	for _, s := range append(streams[:len(streams):len(streams)], mediaPlaylist) {
 		t.Run(s.name, func(t *testing.T) {
 			want := ffmpegDecode(t, diskPath(s.manifest))
 			t.Logf("%s: frames per stream from disk %v", s.manifest, want.frames)
 			for _, v := range variants {
+				if s == mediaPlaylist && !v.query {
+					continue
+				}
 				t.Run(v.name, func(t *testing.T) {
-					u := v.src(t, s.manifest)
+					u, _ := v.src(t, s.manifest)
 					got := ffmpegDecode(t, u)
 					sameDecode(t, u, got, want)
+					if v.query && seekable[s.name] {
+						seeked := ffmpegDecode(t, u, "-ss", seekTo)
+						sameDecode(t, u+" from -ss "+seekTo, seeked, ffmpegDecode(t, diskPath(s.manifest), "-ss", seekTo))
+						t.Logf("seeked to %s s: frames per stream %v", seekTo, seeked.frames)
+					}
 					t.Logf("%s", rangeSummary(got))
 					if s.rangeOnly && !s.dash && !hasSpan(got.ranges) {
 						t.Errorf("ffmpeg read %s with Range %q only; want the playlist's EXT-X-BYTERANGE spans", u, got.ranges)
@@ -136,14 +151,54 @@ func TestFFmpeg(t *testing.T) {
 				if v.tls != v.token {
 					continue // the plain and the TLS-and-token variants suffice here
 				}
-				u := v.src(t, f)
+				u, _ := v.src(t, f)
 				sameDecode(t, u, ffmpegDecode(t, u), want)
 			}
 		})
 	}
 
+	// A query token for one title opens none of another's: its
+	// playlist and, through the rewritten URIs of its own title's
+	// playlist, nothing outside that title.
+	t.Run("query-other-title", func(t *testing.T) {
+		tok := auth.queryToken(t, "/hls/ts/master.m3u8")
+		other := auth.url(auth.base, "/hls/fmp4/master.m3u8") + "?token=" + url.QueryEscape(tok)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", other).CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), "403") {
+			t.Errorf("ffprobe %s with a token for /hls/ts/: err=%v, output %q; want a failure naming 403", other, err, out)
+		}
+		resp, err := http.Get(auth.url(auth.base, "/hls/ts/master.m3u8") + "?token=" + url.QueryEscape(tok))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, line := range strings.Split(string(body), "\n") {
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			ref, err := url.Parse(strings.TrimSpace(line))
+			if err != nil {
+				t.Fatalf("rewritten master: URI line %q: %v", line, err)
+			}
+			u := resp.Request.URL.ResolveReference(ref)
+			if u.Query().Get("token") != tok {
+				t.Errorf("rewritten master: %q does not carry the token", line)
+			}
+			// The same URI moved to the other title: refused, token and all.
+			moved := strings.Replace(u.String(), "/hls/ts/", "/hls/fmp4/", 1)
+			if r, err := http.Get(moved); err != nil || r.StatusCode != http.StatusForbidden {
+				t.Errorf("GET %s (another title, the token kept): %v %v, want 403", moved, err, statusOf(r))
+			} else {
+				r.Body.Close()
+			}
+		}
+	})
+
 	t.Run("no-token", func(t *testing.T) {
-		for _, s := range streams {
+		for _, s := range append(streams[:len(streams):len(streams)], mediaPlaylist) {
 			u := auth.url(auth.base, s.manifest)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			out, err := exec.CommandContext(ctx, "ffprobe", "-v", "error", u).CombinedOutput()
@@ -165,6 +220,13 @@ func TestFFmpeg(t *testing.T) {
 			}
 		}
 	})
+}
+
+func statusOf(r *http.Response) int {
+	if r == nil {
+		return 0
+	}
+	return r.StatusCode
 }
 
 func hasSpan(ranges []string) bool {

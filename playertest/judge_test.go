@@ -46,7 +46,14 @@ func checkRequests(t *testing.T, c playerCase, r playerResult, pageOrigin string
 		if q.BodyError != "" {
 			unhashed++
 		}
-		if err := checkAgainstDisk(q); err != nil {
+		if err := checkQueryToken(q, c.token); err != nil {
+			t.Error(err)
+		}
+		check := checkAgainstDisk
+		if c.token != "" && isManifest(q.URL) {
+			check = func(q mediaRequest) error { return checkRewritten(q, c.token) }
+		}
+		if err := check(q); err != nil {
 			t.Error(err)
 		}
 	}
@@ -59,16 +66,25 @@ func checkRequests(t *testing.T, c playerCase, r playerResult, pageOrigin string
 	return ranged
 }
 
-// checkAgainstDisk checks one GET's status, Content-Range and body against
-// the file it names.
-func checkAgainstDisk(q mediaRequest) error {
+// fileOf returns the URL of q and the file on disk it names.
+func fileOf(q mediaRequest) (*url.URL, []byte, error) {
 	u, err := url.Parse(q.URL)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	data, err := os.ReadFile(diskPath(u.Path))
 	if err != nil {
-		return fmt.Errorf("GET %s: file on disk: %v", q.URL, err)
+		return nil, nil, fmt.Errorf("GET %s: file on disk: %v", q.URL, err)
+	}
+	return u, data, nil
+}
+
+// checkAgainstDisk checks one GET's status, Content-Range and body against
+// the file it names.
+func checkAgainstDisk(q mediaRequest) error {
+	u, data, err := fileOf(q)
+	if err != nil {
+		return err
 	}
 	size := int64(len(data))
 	var first, last int64 = 0, size - 1
@@ -96,6 +112,53 @@ func checkAgainstDisk(q mediaRequest) error {
 	sum := sha256.Sum256(data[first : last+1])
 	if q.BodyLength != last-first+1 || q.SHA256 != hex.EncodeToString(sum[:]) {
 		return fmt.Errorf("GET %s Range %q: body of %d bytes is not bytes %d-%d of %s", q.URL, q.Range, q.BodyLength, first, last, diskPath(u.Path))
+	}
+	return nil
+}
+
+// isManifest says whether u names a playlist or a manifest.
+func isManifest(u string) bool {
+	p, err := url.Parse(u)
+	return err == nil && (strings.HasSuffix(p.Path, ".m3u8") || strings.HasSuffix(p.Path, ".mpd"))
+}
+
+// checkQueryToken: with a query token, every request carries it, so the
+// player got every URL it asked for from a rewritten playlist.
+func checkQueryToken(q mediaRequest, tok string) error {
+	if tok == "" {
+		return nil
+	}
+	u, err := url.Parse(q.URL)
+	if err != nil {
+		return err
+	}
+	if got := u.Query().Get("token"); got != tok {
+		return fmt.Errorf("GET %s: token %q, want the page's query token %q", q.URL, got, tok)
+	}
+	return nil
+}
+
+// checkRewritten checks a playlist or manifest answered to a query token:
+// 200 with its Content-Length, the token in it, and nothing else changed:
+// without the inserted "?token=T", "&token=T" and "&amp;token=T" it is the
+// file on disk.
+func checkRewritten(q mediaRequest, tok string) error {
+	u, data, err := fileOf(q)
+	if err != nil {
+		return err
+	}
+	if q.Status != 200 || q.ContentLength != strconv.Itoa(len(q.Text)) {
+		return fmt.Errorf("GET %s = %d, Content-Length %q for a body of %d bytes; want 200 and its length", q.URL, q.Status, q.ContentLength, len(q.Text))
+	}
+	if !strings.Contains(q.Text, "token="+tok) {
+		return fmt.Errorf("GET %s: the playlist does not carry the token:\n%s", q.URL, q.Text)
+	}
+	back := q.Text
+	for _, s := range []string{"?token=" + tok, "&amp;token=" + tok, "&token=" + tok} {
+		back = strings.ReplaceAll(back, s, "")
+	}
+	if back != string(data) {
+		return fmt.Errorf("GET %s: without the token the body is not %s:\n%s", q.URL, diskPath(u.Path), q.Text)
 	}
 	return nil
 }
@@ -165,6 +228,40 @@ func TestParseSingleRange(t *testing.T) {
 				t.Errorf("parseSingleRange(%q, %d) = %d, %d, %v; want %d, %d, nil", tt.header, size, first, last, err, tt.first, tt.last)
 			}
 		})
+	}
+}
+
+// TestCheckRewritten proves the judge of rewritten playlists rejects a
+// playlist served without the token, or changed beyond it.
+func TestCheckRewritten(t *testing.T) {
+	const p, tok = "/hls/ts/180p/index.m3u8", "exp=1~acl=/hls/ts/*~hmac=00"
+	data, err := os.ReadFile(diskPath(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewritten := strings.ReplaceAll(string(data), ".ts\n", ".ts?token="+tok+"\n")
+	req := func(status int, body string) mediaRequest {
+		return mediaRequest{URL: "http://127.0.0.1:1" + p + "?token=x", Method: "GET", Status: status,
+			ContentLength: strconv.Itoa(len(body)), Text: body}
+	}
+	for _, tt := range []struct {
+		name string
+		q    mediaRequest
+		ok   bool
+	}{
+		{"rewritten", req(200, rewritten), true},
+		{"served as the file", req(200, string(data)), false},
+		{"another change", req(200, strings.Replace(rewritten, "#EXTINF", "#EXTINF ", 1)), false},
+		{"error status", req(403, rewritten), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := checkRewritten(tt.q, tok); (err == nil) != tt.ok {
+				t.Errorf("checkRewritten(%s) = %v, want ok=%v", tt.name, err, tt.ok)
+			}
+		})
+	}
+	if err := checkQueryToken(mediaRequest{URL: "http://127.0.0.1:1/hls/ts/180p/seg0.ts"}, tok); err == nil {
+		t.Error("checkQueryToken of a URL without the token = nil, want an error")
 	}
 }
 

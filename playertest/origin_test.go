@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -27,6 +28,15 @@ type stream struct {
 	// with Range requests (EXT-X-BYTERANGE, SegmentBase indexRange).
 	rangeOnly bool
 }
+
+// mediaPlaylist is a media playlist opened directly (no master): the
+// query variant plays it too, since a player handed index.m3u8?token=T
+// must keep the token on every segment.
+var mediaPlaylist = stream{name: "hls-ts-180p", manifest: "/hls/ts/180p/index.m3u8"}
+
+// seekable are the streams ffmpeg 5.1 can seek in (not fMP4 HLS, not
+// DASH): the query variant decodes them from -ss seekTo as well.
+var seekable = map[string]bool{"hls-ts": true, "hls-ts-180p": true}
 
 // streams are all the fixture streams (fixtures/generate.sh writes them).
 var streams = []stream{
@@ -114,24 +124,55 @@ func (s *server) signedURL(t *testing.T, base, p string) string {
 	return u + path.Base(p)
 }
 
+// queryToken is a raw token (segorigin sign -print token) whose scope is
+// p's directory, for the query carrier.
+func (s *server) queryToken(t *testing.T, p string) string {
+	t.Helper()
+	dir := path.Dir(p) + "/"
+	out, err := exec.Command(s.bin, "sign", "-key-file", s.keyFile, "-scope", dir, "-ttl", "30m", "-print", "token").Output()
+	if err != nil {
+		t.Fatalf("segorigin sign -scope %s -print token: %v", dir, err)
+	}
+	tok := strings.TrimSpace(string(out))
+	if !strings.Contains(tok, "acl="+dir+"*") || !strings.Contains(tok, "~hmac=") {
+		t.Fatalf("segorigin sign -scope %s -print token printed %q, want a token for %s*", dir, tok, dir)
+	}
+	return tok
+}
+
 // variant is one way of reaching the media: a scheme, with or without auth.
 type variant struct {
 	name  string
 	srv   *server
 	tls   bool // over HTTPS
 	token bool // through a path token
+	query bool // through a query token (?token=), which the playlists are rewritten to carry
 }
 
-// src is the URL of p in this variant.
-func (v variant) src(t *testing.T, p string) string {
+// src is the URL of p in this variant, and the query token it carries
+// ("" unless v.query).
+func (v variant) src(t *testing.T, p string) (u, tok string) {
 	base := v.srv.base
 	if v.tls {
 		base = v.srv.tlsBase
 	}
-	if v.token {
-		return v.srv.signedURL(t, base, p)
+	switch {
+	case v.token:
+		return v.srv.signedURL(t, base, p), ""
+	case v.query:
+		tok = v.srv.queryToken(t, p)
+		return v.srv.url(base, p) + "?token=" + url.QueryEscape(tok), tok
 	}
-	return v.srv.url(base, p)
+	return v.srv.url(base, p), ""
+}
+
+// streamsFor are the streams a variant plays: all of them, and with a
+// query token the media playlist opened directly too.
+func streamsFor(v variant) []stream {
+	if v.query {
+		return append(streams[:len(streams):len(streams)], mediaPlaylist)
+	}
+	return streams
 }
 
 // startVariants starts the servers every player test uses, one without auth
@@ -148,6 +189,7 @@ func startVariants(t *testing.T) ([]variant, *server) {
 		{name: "https", srv: plain, tls: true},
 		{name: "token", srv: auth, token: true},
 		{name: "https-token", srv: auth, tls: true, token: true},
+		{name: "query", srv: auth, query: true},
 	}, auth
 }
 

@@ -72,7 +72,7 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	// errors are returned short instead, and -h prints the usage.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	var cors, corsHeaders, authPublic, trusted string
+	var cors, corsHeaders, authPublic, trusted, rewriteHosts string
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "plain HTTP listen `address` (port 0 picks a free port; empty: none, HTTPS only)")
 	fs.StringVar(&o.tlsListen, "tls-listen", "", "HTTPS listen `address` beside -listen (port 0 picks a free port); needs -tls-cert and -tls-key, or -tls-dev")
 	fs.StringVar(&c.TLS.CertFile, "tls-cert", "", "PEM certificate chain `file` for -tls-listen (reloaded when it changes and on SIGHUP)")
@@ -137,6 +137,9 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.StringVar(&c.Auth.QueryParam, "auth-query-param", c.Auth.QueryParam, "query carrier parameter; empty disables")
 	fs.StringVar(&c.Auth.Cookie, "auth-cookie", c.Auth.Cookie, "cookie carrier name; empty disables")
 	fs.BoolVar(&c.Auth.Bearer, "auth-bearer", c.Auth.Bearer, "accept Authorization: Bearer <token>")
+	fs.BoolVar(&c.Auth.QueryRewrite, "auth-query-rewrite", c.Auth.QueryRewrite, "write a query token (or secure_link md5=&expires=) into every URI of the playlists and manifests it opens, so relative segment URLs keep it")
+	fs.Int64Var(&c.Auth.QueryRewriteMaxBytes, "auth-query-rewrite-max-bytes", c.Auth.QueryRewriteMaxBytes, "playlists and manifests larger than this are served unrewritten (counted)")
+	fs.StringVar(&rewriteHosts, "auth-query-rewrite-hosts", "", "comma-separated other hosts (host or host:port) whose URIs in a playlist get the token too; other hosts' are left alone")
 	fs.StringVar(&authPublic, "auth-public", "", "comma-separated path prefixes served without a token (whole segments: /public covers /public/..., not /publicity.txt)")
 	fs.IntVar(&c.Auth.MissingStatus, "auth-missing-status", c.Auth.MissingStatus, "status for a request with no token: 401 or 403")
 	fs.DurationVar(&c.Auth.Skew, "auth-skew", c.Auth.Skew, "clock skew allowed on token times (0: none)")
@@ -199,6 +202,7 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	if len(c.Auth.Public) > 0 && o.authKeyFile == "" && o.secureLinkFile == "" {
 		return nil, errors.New("-auth-public needs -auth-key-file or -auth-securelink-secret-file: without them no path needs a token, so there is nothing to exempt")
 	}
+	c.Auth.QueryRewriteHosts = splitList(rewriteHosts)
 	c.TrustedProxies = splitList(trusted)
 	if err := o.loadAuth(); err != nil {
 		return nil, err

@@ -58,6 +58,7 @@ type descs struct {
 	coldWaits        *prometheus.Desc
 	coldWaitSec      *prometheus.Desc
 	coldQueueS       *prometheus.Desc
+	rewrite          *prometheus.Desc
 	coldEvents       *prometheus.Desc
 	coldBytes        *prometheus.Desc
 	coldRunning      *prometheus.Desc
@@ -106,6 +107,7 @@ func newDescs() *descs {
 	d.truncated = d.add("truncated_total", "Responses cut short because the file shrank while being sent.")
 	d.aborted = d.add("aborted_total", "Responses cut short by the client or a write timeout.")
 	d.auth = d.add("auth_total", "Authorization outcomes by reason.", "reason")
+	d.rewrite = d.add("query_rewrite_total", "Playlists and manifests answered to a query token: rewritten (the token in every URI in its scope), unchanged (no URI needed it), too_large (over -auth-query-rewrite-max-bytes) and failed (unreadable as a playlist) are served as the file is.", "outcome")
 	d.cacheOps = d.add("cache_operations_total", "File cache operations.", "op")
 	d.cacheFds = d.add("cache_open_files", "Descriptors the file cache holds open (listed or lent out).")
 	d.cacheInlineFiles = d.add("cache_inline_files", "Small files whose bytes the file cache holds in memory (listed or lent out).")
@@ -211,6 +213,12 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(d.aborted, t.Aborted)
 	for r := range origin.NumAuthReasons {
 		counter(d.auth, st.Auth.ByReason[r], r.String())
+	}
+	for outcome, v := range map[string]int64{
+		"rewritten": st.Rewrite.Rewritten, "unchanged": st.Rewrite.Unchanged,
+		"too_large": st.Rewrite.TooLarge, "failed": st.Rewrite.Failed,
+	} {
+		counter(d.rewrite, v, outcome)
 	}
 	ts := st.TLS
 	for ev, v := range map[string]int64{

@@ -12,6 +12,9 @@ const rate = Number(params.get('rate')) || 1;
 // -Session and -Status headers, which are not CORS-safelisted: every media
 // request is then preflighted.
 const cmcdHeaders = params.get('cmcd') === 'header';
+// seek=S: once playback passes 1 s, jump to S seconds (state.seeked), so
+// the player fetches segments it had not reached through the same URLs.
+const seekTo = Number(params.get('seek')) || 0;
 const video = document.getElementById('video');
 const statusLine = document.getElementById('status');
 
@@ -23,6 +26,7 @@ const state = {
   warnings: [], // errors the player says it recovers from
   version: '',
   currentTime: 0,
+  seeked: false, // the seek was made, and playback went on from there
 };
 window.playerState = state;
 
@@ -112,6 +116,16 @@ video.addEventListener('error', () => {
   fatal(`video element error ${e && e.code}: ${e && e.message}`);
 });
 video.addEventListener('timeupdate', render);
+let seekIssued = false;
+video.addEventListener('timeupdate', () => {
+  if (!seekTo) return;
+  if (!seekIssued && video.currentTime >= 1) {
+    seekIssued = true;
+    video.currentTime = seekTo;
+  } else if (seekIssued && !state.seeked && video.currentTime >= seekTo && !video.seeking) {
+    state.seeked = true;
+  }
+});
 video.addEventListener('playing', () => {
   if (playerName !== 'shaka') video.playbackRate = rate;
 });

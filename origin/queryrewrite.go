@@ -1,0 +1,228 @@
+package origin
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/cache"
+	"segorigin/origin/rewrite"
+	"segorigin/origin/token"
+	"segorigin/ranges"
+)
+
+// defaultQueryRewriteMax is -auth-query-rewrite-max-bytes' default: far
+// above any VOD playlist or manifest (a two-hour HLS media playlist of 2 s
+// segments is about 150 KiB), low enough that a request cannot make the
+// server hold much memory for it.
+const defaultQueryRewriteMax = 1 << 20
+
+// rewriteCounters count what became of playlists and manifests answered
+// to a query token (the live form of RewriteStats).
+type rewriteCounters struct {
+	Rewritten atomic.Int64 // served with the token written into their URIs
+	Unchanged atomic.Int64 // no URI needed it (none listed, or none in scope): the file as it is
+	TooLarge  atomic.Int64 // over -auth-query-rewrite-max-bytes: served unrewritten
+	Failed    atomic.Int64 // not a playlist or manifest the rewriter could read: served unrewritten
+}
+
+// queryGrant is what a query-carried token gives the rewrite: the token
+// as the query held it (decoded; it aliases the request's arguments, so
+// it lives as long as the request) or, for secure_link, its expiry.
+type queryGrant struct {
+	tok        []byte    // EdgeAuth-shape token from the query carrier
+	linkExpiry time.Time // secure_link: expires= of the request; zero otherwise
+}
+
+// rewrites reports whether documents are rewritten for this grant.
+func (q queryGrant) rewrites() bool { return q.tok != nil || !q.linkExpiry.IsZero() }
+
+// rewriteFormat says how name's bytes are rewritten: HLS for .m3u8, DASH
+// for .mpd, nil for anything else.
+func rewriteFormat(name string) func(dst, src []byte, t *rewrite.Target) ([]byte, rewrite.Result, error) {
+	switch {
+	case strings.HasSuffix(name, ".m3u8"):
+		return rewrite.HLS
+	case strings.HasSuffix(name, ".mpd"):
+		return rewrite.DASH
+	}
+	return nil
+}
+
+// serveRewritten answers GET or HEAD of a playlist or manifest authorised
+// by a query token with the token written into every URI it lists that
+// the token opens. It reports false, owning nothing, when the file is to
+// be served as it is (too large, unreadable as a playlist, or nothing to
+// rewrite: counted); true when it answered into ctx (or set p.wouldBlock),
+// having released h.
+func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan, name string, h *cache.Handle, rh *reqHeaders, g grant, mt mediaType) bool {
+	a := s.auth.Load()
+	format := rewriteFormat(name)
+	if a == nil || format == nil {
+		return false
+	}
+	st := &s.stats.Rewrite
+	limit := a.cfg.QueryRewriteMaxBytes
+	if h.Size > limit {
+		st.TooLarge.Add(1)
+		return false
+	}
+	src := h.Bytes
+	if src == nil && h.Size > 0 {
+		// Not inlined: read it where blocking is allowed. The event loop
+		// asks again from a goroutine (p.wouldBlock).
+		if p.noBlock {
+			p.wouldBlock = true
+			h.Release()
+			return true
+		}
+		var err error
+		if src, err = s.readWhole(h); err != nil {
+			h.Release()
+			s.fail(ctx, err)
+			return true
+		}
+	}
+	t := a.rewriteTarget(ctx, name, g.query, s.clientIP(ctx), int(limit)*2)
+	bp := a.outPool.Get().(*[]byte)
+	defer a.outPool.Put(bp)
+	out, res, err := format((*bp)[:0], src, t)
+	*bp = out[:0] // keep what it grew to
+	switch {
+	case errors.Is(err, rewrite.ErrTooLarge):
+		st.TooLarge.Add(1)
+		return false
+	case err != nil:
+		st.Failed.Add(1)
+		return false
+	case res.Rewritten == 0:
+		st.Unchanged.Add(1)
+		return false
+	}
+	st.Rewritten.Add(1)
+	if s.ra != nil && ctx.IsGet() {
+		s.ra.served(ctx, h.Name, mt.kind, h, ranges.Span{Start: 0, Length: h.Size}, true, g)
+	}
+	v := validators{etag: rewrittenETag(h.ETag, out)}
+	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
+	h.Release()
+	p.kind = mt.kind
+	switch evaluatePreconditions(rh, v) {
+	case notModified:
+		s.setValidators(ctx, mt.kind, v, g)
+		ctx.SetStatusCode(fasthttp.StatusNotModified)
+		s.stats.Kinds[mt.kind].Add(1)
+		return true
+	case preconditionFailed:
+		s.fail(ctx, errPrecondition)
+		return true
+	}
+	// A Range header is ignored (RFC 9110 §14.2: "A server MAY ignore
+	// the Range header field"): the body is made per request, and players
+	// fetch playlists whole. No Accept-Ranges is sent for it.
+	s.setValidators(ctx, mt.kind, v, g)
+	s.stats.Kinds[mt.kind].Add(1)
+	ctx.Response.Header.SetContentType(mt.contentType)
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	if ctx.IsHead() {
+		ctx.Response.Header.SetContentLength(len(out))
+		return true
+	}
+	ctx.Response.SetBody(out)
+	return true
+}
+
+// readWhole reads a file that the cache did not inline, after making it
+// resident through the cold readers when the cold path is on (so a
+// request's read waits for storage only there).
+func (s *Server) readWhole(h *cache.Handle) ([]byte, error) {
+	if s.cold != nil {
+		if _, err := s.ensureResident(h.Name, kindPlaylist, h, ranges.Span{Start: 0, Length: h.Size}); err != nil {
+			return nil, err
+		}
+	}
+	b := make([]byte, h.Size)
+	n, err := h.File.ReadAt(b, 0)
+	if n == len(b) {
+		return b, nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF // shrank since it was opened
+	}
+	return nil, fmt.Errorf("origin: reading %s to rewrite it: %w", h.Name, err)
+}
+
+// rewrittenETag derives a rewritten body's entity tag from the file's and
+// the body: it differs from the file's (the bytes differ), and is the same
+// for the same file and token (the rewrite is a pure function of them and
+// the request's host), as a strong validator must be (RFC 9110 §8.8.1).
+func rewrittenETag(fileETag string, body []byte) string {
+	sum := sha256.Sum256(body)
+	var b strings.Builder
+	b.WriteString(strings.TrimSuffix(fileETag, `"`))
+	b.WriteString("-q")
+	b.WriteString(hex.EncodeToString(sum[:8]))
+	b.WriteByte('"')
+	return b.String()
+}
+
+// rewriteTarget says what each URI of name's document gets: with
+// EdgeAuth-shape tokens, the token itself, for the paths its ACL opens;
+// with secure_link, whose hash covers one URI, a fresh md5= and expires=
+// for each path under the document's directory, with the request's
+// expiry, so neither the time nor the reach grows past the presentation
+// the manifest describes.
+func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg queryGrant, ip string, maxOut int) *rewrite.Target {
+	scheme := "http"
+	if ctx.IsTLS() {
+		scheme = "https"
+	}
+	t := &rewrite.Target{
+		Base:   &url.URL{Scheme: scheme, Host: string(ctx.Host()), Path: "/" + name},
+		Hosts:  a.cfg.QueryRewriteHosts,
+		MaxOut: maxOut,
+	}
+	if a.link != nil {
+		dir := path.Dir("/"+name) + "/"
+		if dir == "//" {
+			dir = "/"
+		}
+		t.Names = []string{"md5", "expires"}
+		t.Param = func(dst []byte, p string) ([]byte, bool) {
+			if !strings.HasPrefix(p, dir) {
+				return dst, false
+			}
+			hash, exp, err := a.link.Sign(p, ip, qg.linkExpiry)
+			if err != nil {
+				return dst, false
+			}
+			dst = append(dst, "md5="...)
+			dst = append(dst, hash...)
+			dst = append(dst, "&expires="...)
+			return append(dst, exp...), true
+		}
+		return t
+	}
+	// The token's scope and the parameter are made once per document,
+	// not per URI.
+	scope := token.ParseScope(qg.tok)
+	param := append([]byte(a.cfg.QueryParam+"="), nil...)
+	param = rewrite.AppendQueryValue(param, qg.tok)
+	t.Names = []string{a.cfg.QueryParam}
+	t.Param = func(dst []byte, p string) ([]byte, bool) {
+		if !scope.Covers(p) {
+			return dst, false
+		}
+		return append(dst, param...), true
+	}
+	return t
+}

@@ -1,0 +1,316 @@
+package rewrite
+
+import (
+	"bytes"
+	"net/url"
+	"strings"
+)
+
+// uriAttrs are the attributes, by element local name, whose value is a
+// URI (ISO/IEC 23009-1 §5.3.9: SegmentBase, SegmentList, SegmentTemplate).
+var uriAttrs = map[string][]string{
+	"SegmentTemplate":     {"media", "initialization"},
+	"SegmentURL":          {"media"},
+	"Initialization":      {"sourceURL"},
+	"RepresentationIndex": {"sourceURL"},
+}
+
+// DASH appends to dst the manifest src with t's parameters in every URI
+// it lists: BaseURL text and the attributes of uriAttrs, each resolved
+// against the BaseURL chain of its element (§5.6: a BaseURL applies to
+// its parent element and everything inside it). A tag that is not closed,
+// or nesting deeper than MaxDepth, is ErrMalformed; a result longer than
+// t.MaxOut is ErrTooLarge. On an error dst must not be served.
+func DASH(dst, src []byte, t *Target) ([]byte, Result, error) {
+	r := run{t: t}
+	// bases[d] is the base URL inside the open element at depth d;
+	// bases[0] is the document's. An element inherits its parent's.
+	bases := make([]*url.URL, 1, 8)
+	bases[0] = t.Base
+	for len(src) > 0 {
+		lt := bytes.IndexByte(src, '<')
+		if lt < 0 {
+			return append(dst, src...), r.res, nil
+		}
+		dst = append(dst, src[:lt]...)
+		src = src[lt:]
+		n, err := r.markup(&dst, src, &bases)
+		if err != nil {
+			return dst, r.res, err
+		}
+		src = src[n:]
+		if t.over(dst) {
+			return dst, r.res, ErrTooLarge
+		}
+	}
+	return dst, r.res, nil
+}
+
+// markups that are copied whole, by how they open and close.
+var skipped = []struct{ open, close string }{
+	{"<!--", "-->"}, {"<![CDATA[", "]]>"}, {"<?", "?>"}, {"<!", ">"},
+}
+
+// markup appends the markup at the start of src (a '<'), rewritten, and
+// returns how many bytes of src it took.
+func (r *run) markup(dst *[]byte, src []byte, bases *[]*url.URL) (int, error) {
+	for _, s := range skipped {
+		if bytes.HasPrefix(src, []byte(s.open)) {
+			end := bytes.Index(src[len(s.open):], []byte(s.close))
+			if end < 0 {
+				return 0, ErrMalformed
+			}
+			n := len(s.open) + end + len(s.close)
+			*dst = append(*dst, src[:n]...)
+			return n, nil
+		}
+	}
+	if bytes.HasPrefix(src, []byte("</")) {
+		gt := bytes.IndexByte(src, '>')
+		if gt < 0 {
+			return 0, ErrMalformed
+		}
+		if len(*bases) > 1 {
+			*bases = (*bases)[:len(*bases)-1]
+		}
+		*dst = append(*dst, src[:gt+1]...)
+		return gt + 1, nil
+	}
+	n, name, selfClosing, err := r.startTag(dst, src, (*bases)[len(*bases)-1])
+	if err != nil {
+		return 0, err
+	}
+	if selfClosing {
+		return n, nil
+	}
+	if name == "BaseURL" {
+		// Its text, up to the next markup, is the URI.
+		m, err := r.baseURL(dst, src[n:], bases)
+		return n + m, err
+	}
+	if len(*bases) > MaxDepth {
+		return 0, ErrMalformed
+	}
+	*bases = append(*bases, (*bases)[len(*bases)-1])
+	return n, nil
+}
+
+// startTag appends a start tag with its URI attributes rewritten against
+// base, and returns its length, local name and whether it closed itself.
+func (r *run) startTag(dst *[]byte, src []byte, base *url.URL) (n int, local string, selfClosing bool, err error) {
+	i := 1
+	for i < len(src) && !isSpace(src[i]) && src[i] != '/' && src[i] != '>' {
+		i++
+	}
+	qname := string(src[1:i])
+	local = qname[strings.LastIndexByte(qname, ':')+1:]
+	attrs := uriAttrs[local]
+	*dst = append(*dst, src[:i]...)
+	for {
+		j := i
+		for j < len(src) && isSpace(src[j]) {
+			j++
+		}
+		if j >= len(src) {
+			return 0, "", false, ErrMalformed
+		}
+		switch {
+		case src[j] == '>':
+			*dst = append(*dst, src[i:j+1]...)
+			return j + 1, local, false, nil
+		case src[j] == '/' && j+1 < len(src) && src[j+1] == '>':
+			*dst = append(*dst, src[i:j+2]...)
+			return j + 2, local, true, nil
+		}
+		// name S? '=' S? quoted value
+		k := j
+		for k < len(src) && !isSpace(src[k]) && src[k] != '=' && src[k] != '>' && src[k] != '/' {
+			k++
+		}
+		attr := string(src[j:k])
+		for k < len(src) && isSpace(src[k]) {
+			k++
+		}
+		if k >= len(src) || src[k] != '=' || k == j {
+			return 0, "", false, ErrMalformed
+		}
+		k++
+		for k < len(src) && isSpace(src[k]) {
+			k++
+		}
+		if k >= len(src) || (src[k] != '"' && src[k] != '\'') {
+			return 0, "", false, ErrMalformed
+		}
+		end := bytes.IndexByte(src[k+1:], src[k])
+		if end < 0 {
+			return 0, "", false, ErrMalformed
+		}
+		value := src[k+1 : k+1+end]
+		*dst = append(*dst, src[i:k+1]...)
+		if isURIAttr(attrs, attr) {
+			uri := unescapeXML(value)
+			if local == "SegmentTemplate" {
+				uri = []byte(fillTemplate(string(uri)))
+			}
+			*dst = r.appendURI(*dst, value, uri, base, xmlSep)
+		} else {
+			*dst = append(*dst, value...)
+		}
+		*dst = append(*dst, src[k])
+		i = k + 1 + end + 1
+	}
+}
+
+func isURIAttr(attrs []string, name string) bool {
+	for _, a := range attrs {
+		if a == name {
+			return true
+		}
+	}
+	return false
+}
+
+// baseURL appends a BaseURL element's text rewritten and sets the base of
+// the enclosing element (the top of bases) to it: the BaseURL element
+// itself pushes nothing, and its end tag pops nothing.
+func (r *run) baseURL(dst *[]byte, src []byte, bases *[]*url.URL) (int, error) {
+	lt := bytes.IndexByte(src, '<')
+	if lt < 0 {
+		return 0, ErrMalformed
+	}
+	text := src[:lt]
+	lead := len(text) - len(bytes.TrimLeft(text, " \t\r\n"))
+	uri := bytes.TrimRight(text[lead:], " \t\r\n")
+	top := len(*bases) - 1
+	inherited := (*bases)[max(top-1, 0)]
+	value := unescapeXML(uri)
+	// Several BaseURLs in one element are alternatives; players start
+	// with the first, so the first is the base of what follows.
+	if ref, err := url.Parse(string(value)); err == nil && len(uri) > 0 && (*bases)[top] == inherited {
+		(*bases)[top] = inherited.ResolveReference(ref)
+	}
+	*dst = append(*dst, text[:lead]...)
+	if len(uri) > 0 {
+		*dst = r.appendURI(*dst, uri, value, inherited, xmlSep)
+	}
+	*dst = append(*dst, text[lead+len(uri):]...)
+	// The end tag (or whatever markup follows) must not pop the parent.
+	if bytes.HasPrefix(src[lt:], []byte("</")) {
+		gt := bytes.IndexByte(src[lt:], '>')
+		if gt < 0 {
+			return 0, ErrMalformed
+		}
+		*dst = append(*dst, src[lt:lt+gt+1]...)
+		return lt + gt + 1, nil
+	}
+	return 0, ErrMalformed
+}
+
+// fillTemplate replaces each template identifier ($Number%05d$,
+// $RepresentationID$, ...; §5.3.9.4.4) by "0" and "$$" by "$": what is
+// resolved and checked against the token's scope is then a path like
+// those the player will ask for, and a format tag such as %05d is not
+// mistaken for a percent-encoded byte.
+func fillTemplate(s string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(s, '$')
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		j := strings.IndexByte(s[i+1:], '$')
+		if j < 0 {
+			b.WriteString(s[i:])
+			return b.String()
+		}
+		if j == 0 {
+			b.WriteByte('$')
+		} else {
+			b.WriteByte('0')
+		}
+		s = s[i+1+j+1:]
+	}
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// unescapeXML decodes the predefined entities and character references
+// (XML 1.0 §4.6, §4.1) of an attribute value or text; anything it does
+// not know is kept as written.
+func unescapeXML(b []byte) []byte {
+	if bytes.IndexByte(b, '&') < 0 {
+		return b
+	}
+	var out strings.Builder
+	for len(b) > 0 {
+		amp := bytes.IndexByte(b, '&')
+		if amp < 0 {
+			out.Write(b)
+			break
+		}
+		out.Write(b[:amp])
+		b = b[amp:]
+		semi := bytes.IndexByte(b, ';')
+		if semi < 0 {
+			out.Write(b)
+			break
+		}
+		if c, ok := entity(string(b[1:semi])); ok {
+			out.WriteString(c)
+		} else {
+			out.Write(b[:semi+1])
+		}
+		b = b[semi+1:]
+	}
+	return []byte(out.String())
+}
+
+func entity(name string) (string, bool) {
+	switch name {
+	case "amp":
+		return "&", true
+	case "lt":
+		return "<", true
+	case "gt":
+		return ">", true
+	case "quot":
+		return `"`, true
+	case "apos":
+		return "'", true
+	}
+	if rest, ok := strings.CutPrefix(name, "#"); ok && rest != "" {
+		var v rune
+		hex := rest[0] == 'x'
+		if hex {
+			rest = rest[1:]
+		}
+		for _, c := range rest {
+			d := rune(-1)
+			switch {
+			case '0' <= c && c <= '9':
+				d = c - '0'
+			case hex && 'a' <= c && c <= 'f':
+				d = c - 'a' + 10
+			case hex && 'A' <= c && c <= 'F':
+				d = c - 'A' + 10
+			}
+			if d < 0 || v > 0x10FFFF {
+				return "", false
+			}
+			if hex {
+				v = v*16 + d
+			} else {
+				v = v*10 + d
+			}
+		}
+		if rest != "" && v <= 0x10FFFF {
+			return string(v), true
+		}
+	}
+	return "", false
+}
