@@ -55,6 +55,11 @@ type Handle struct {
 // until Release; it must not be closed.
 func (h *Handle) Fd() int { return h.fd }
 
+// ChangeTime is st_ctime at open, in Unix nanoseconds (0 where the
+// platform's stat does not give it): the last time the file's bytes or
+// metadata changed, which, unlike the mtime, no writer can set back.
+func (h *Handle) ChangeTime() int64 { return h.ctime }
+
 // Release returns the reference taken by Acquire. Call it exactly once per
 // successful Acquire, after the last use of File or Fd. The descriptor is
 // closed here when the cache no longer lists the file and this was the last

@@ -233,10 +233,14 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, name string, h *ca
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
 	mt := lookupType(name)
 	p.kind = mt.kind
+	done, uncached := s.checkInProgress(ctx, name, mt.kind, h)
+	if done {
+		return
+	}
 	switch evaluatePreconditions(rh, v) {
 	case notModified:
 		h.Release()
-		s.setValidators(ctx, mt.kind, v, g)
+		s.setValidators(ctx, mt.kind, v, g, uncached)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Kinds[mt.kind].Add(1)
 		return
@@ -281,7 +285,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, name string, h *ca
 	if rangesIgnored {
 		s.stats.RangesIgnored.Add(1)
 	}
-	s.setValidators(ctx, mt.kind, v, g)
+	s.setValidators(ctx, mt.kind, v, g, uncached)
 	s.stats.Kinds[mt.kind].Add(1)
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrAcceptRanges, valBytes)
@@ -321,13 +325,16 @@ const pathScratch = 256
 
 // setValidators writes the headers a 200, 206 and 304 share: RFC 9110
 // §15.4.5 says a 304 carries the ETag, Cache-Control and Date the 200 would.
-// A token's grant caps the Cache-Control lifetime (capCacheControl).
-func (s *Server) setValidators(ctx *fasthttp.RequestCtx, k kind, v validators, g grant) {
+// A token's grant caps the Cache-Control lifetime (capCacheControl); a
+// file still being written (uncached) gets no-store.
+func (s *Server) setValidators(ctx *fasthttp.RequestCtx, k kind, v validators, g grant, uncached bool) {
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrETag, []byte(v.etag)) // short: converted on the stack
 	hdr.SetLastModified(v.modTime)
 	cc := s.cacheControl[k]
-	if g.until != 0 {
+	if uncached {
+		cc = valNoStore
+	} else if g.until != 0 {
 		var buf [160]byte
 		cc = capCacheControl(buf[:0], cc, g.until-s.cfg.Now().Unix(), g.private)
 	}

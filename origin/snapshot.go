@@ -25,6 +25,7 @@ type Stats struct {
 	RootUnavailable int64                       // times the media root was found missing, replaced or unreadable
 	BadPaths        int64                       // request paths refused with 400 (bad escape, control byte, climbing above the root)
 	AccessLogErrors int64                       // access log lines the writer refused
+	InProgress      int64                       // requests for a file still being written (503, or bytes with no-store)
 	CMCD            CMCDStats                   // requests carrying CMCD
 
 	// ConnsOpen, ConnsRefused, AcceptEMFILE, Proxy*: counted by the
@@ -148,6 +149,7 @@ func (c *counters) snapshot() Stats {
 		RootUnavailable: c.RootUnavailable.Load(),
 		BadPaths:        c.BadPaths.Load(),
 		AccessLogErrors: c.AccessLogErrors.Load(),
+		InProgress:      c.InProgress.Load(),
 		CMCD:            c.CMCD.snapshot(),
 		ListenerStats:   listenerSnapshot(&c.ListenerStats),
 		Transport:       c.Transport.snapshot(),

@@ -104,6 +104,9 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.Int64Var(&c.NegativeCacheBytes, "negative-cache-bytes", 1<<20, "memory budget of remembered missing names (name bytes plus 256 each)")
 	fs.BoolVar(&c.Watch, "watch", c.Watch, "invalidate the file cache on file system events (fsnotify)")
 	fs.DurationVar(&c.RevalidateEvery, "revalidate-every", c.RevalidateEvery, "stat cached files this often when -watch=false or the watcher lost events")
+	fs.DurationVar(&c.Settle, "settle", c.Settle, "a file whose mtime or ctime (or a write the watcher saw) is less than this old, or an empty segment, is still being written: not served as complete (0: only empty segments)")
+	inProgress := string(c.InProgress)
+	fs.StringVar(&inProgress, "in-progress", inProgress, "answer for a file still being written: 503 (Retry-After, Cache-Control: no-store) or uncached (its bytes so far, Cache-Control: no-store)")
 	fs.DurationVar(&c.RootCheckEvery, "root-check-every", c.RootCheckEvery, "check this often that the media root is still there and readable (logged, counted, /readyz 503 when not); 0: on /readyz probes only")
 	fs.StringVar((*string)(&c.Engine), "engine", string(c.Engine), "what serves plain HTTP: loop (event loops, Linux) or fasthttp (a goroutine per connection); HTTPS is always fasthttp")
 	fs.IntVar(&c.Loops, "loops", c.Loops, "event loops (OS threads) of -engine loop; 0: one per GOMAXPROCS")
@@ -175,6 +178,7 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 		return nil, fmt.Errorf("-shutdown-delay %v, -drain-timeout %v: want durations >= 0", o.shutdownDelay, o.drain)
 	}
 	c.TLS.KTLS = origin.KTLSMode(ktlsMode)
+	c.InProgress = origin.InProgressMode(inProgress)
 	var err error
 	if c.AccessLogFormat, err = accesslog.ParseFormat(accessFormat); err != nil {
 		return nil, fmt.Errorf("-access-log-format: %w", err)

@@ -39,6 +39,7 @@ type descs struct {
 	conns            *prometheus.Desc
 	acceptEmfile     *prometheus.Desc
 	connsRefused     *prometheus.Desc
+	inProgress       *prometheus.Desc
 	proxy            *prometheus.Desc
 	bodyResp         *prometheus.Desc
 	bodyBytes        *prometheus.Desc
@@ -125,6 +126,7 @@ func newDescs() *descs {
 	d.watchDegr = d.add("watcher_degraded", "1 while the watch set is incomplete and the cache revalidates by stat.")
 	d.badPaths = d.add("bad_paths_total", "Request paths refused with 400 (bad escape, control byte, climbing above the root).")
 	d.logSuppr = d.add("log_suppressed_total", "Log lines held back by rate limiting, by kind (their events are still counted by their own metrics).", "kind")
+	d.inProgress = d.add("in_progress_total", "Requests for a file still being written (-settle): answered 503, or with -in-progress uncached its bytes with no-store.")
 	d.accessErrs = d.add("access_log_errors_total", "Access log lines the log writer refused.")
 	d.cmcdReq = d.add("cmcd_requests_total", "GET and HEAD requests carrying CMCD (CTA-5004), by object type (ot) and streaming format (sf); none when not given.", "object_type", "streaming_format")
 	d.cmcdStarve = d.add("cmcd_buffer_starvation_total", "Requests whose CMCD says the player's buffer ran dry since its previous request (bs).")
@@ -176,6 +178,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(d.headerLarge, st.HeaderTooLarge)
 	counter(d.multipart, st.Multipart)
 	counter(d.rangesIgnore, st.RangesIgnored)
+	counter(d.inProgress, st.InProgress)
 	gauge(d.conns, float64(st.ConnsOpen))
 	counter(d.connsRefused, st.ConnsRefused)
 	for outcome, v := range map[string]int64{
