@@ -108,6 +108,14 @@ type Config struct {
 	// InProgressUncached (its bytes so far, with Cache-Control: no-store).
 	InProgress InProgressMode
 
+	// ETag is where strong validators come from: ETagSizeMtime (size
+	// and mtime, the default) or ETagContent (a hash of the bytes,
+	// computed once per version of a file on the cold readers and kept
+	// in the cache entry and the file's user.segorigin.etag extended
+	// attribute; a request whose file is not hashed yet waits for it up
+	// to ColdDeadline, then gets 503 with Retry-After).
+	ETag ETagMode
+
 	// RootCheckEvery is how often the server checks that the media root is
 	// still a readable directory, the one it opened (logged and counted
 	// when it is not; /readyz checks too, on every probe). 0: only /readyz.
@@ -250,6 +258,7 @@ func DefaultConfig() Config {
 		RevalidateEvery:         2 * time.Second,
 		Settle:                  2 * time.Second,
 		InProgress:              InProgress503,
+		ETag:                    ETagSizeMtime,
 		RootCheckEvery:          5 * time.Second,
 		ReadTimeout:             30 * time.Second,
 		WriteTimeout:            60 * time.Second,
@@ -311,6 +320,11 @@ func (c *Config) validate() error {
 	case InProgress503, InProgressUncached:
 	default:
 		errs = append(errs, fmt.Errorf("in-progress: %q, want 503 or uncached", c.InProgress))
+	}
+	switch c.ETag {
+	case ETagSizeMtime, ETagContent:
+	default:
+		errs = append(errs, fmt.Errorf("etag: %q, want size-mtime or content", c.ETag))
 	}
 	if c.Loops < 0 || c.Loops > 1024 {
 		errs = append(errs, fmt.Errorf("loops: %d, want 0..1024", c.Loops))

@@ -33,6 +33,13 @@
 //	→ cache.Acquire: fd + size + mtime + ETag (open+fstat only on a miss;
 //	  os.Root keeps symlinks inside the root; a file whose real path has a
 //	  hidden segment is 404 like its name would be)
+//	→ -etag content: the entry's content validator, else the file's
+//	  extended attribute (one fgetxattr, off the loop)
+//	→ checkInProgress: a file still being written (origin/publish) is
+//	  503 + Retry-After + no-store, or with -in-progress uncached its
+//	  bytes with no-store; its entry is dropped
+//	→ -etag content, not known yet: hashed on a cold reader, waited for up
+//	  to -cold-deadline (then 503 + Retry-After)
 //	→ evaluatePreconditions: RFC 9110 §13.2.2 order (412, 304)
 //	→ ranges.ParseInto (GET only, and only if If-Range holds) → 200, 206,
 //	  multipart 206 or 416

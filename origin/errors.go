@@ -52,7 +52,8 @@ func statusFor(err error) int {
 	case errors.Is(err, fs.ErrPermission):
 		return fasthttp.StatusForbidden
 	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE),
-		errors.Is(err, coldread.ErrBusy), errors.Is(err, coldread.ErrDeadline), errors.Is(err, errInProgress):
+		errors.Is(err, coldread.ErrBusy), errors.Is(err, coldread.ErrDeadline), errors.Is(err, errInProgress),
+		errors.Is(err, errContentUnknown):
 		return fasthttp.StatusServiceUnavailable
 	}
 	return fasthttp.StatusInternalServerError
@@ -91,8 +92,8 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		// is expected to be unavailable to the client".
 		ctx.Response.Header.Set("Retry-After", retryAfter(rand.Uint64()))
 		switch {
-		case errors.Is(err, errInProgress):
-			// Counted and logged once per file by checkInProgress.
+		case errors.Is(err, errInProgress), errors.Is(err, errContentUnknown):
+			// Counted, and logged, where they are found.
 		case isColdBusy(err):
 			if s.coldLog.Allow() {
 				s.log.Warn("cold readers saturated: answering 503", "path", s.loggable(string(ctx.Path())), "err", err)

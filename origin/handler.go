@@ -230,12 +230,38 @@ func isKnownMethod(m []byte) bool {
 // releases it.
 func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, name string, h *cache.Handle, rh *reqHeaders, g grant) {
 	v := validators{etag: h.ETag}
+	changed := h.ChangeTime()
+	var c *cache.Content
+	if s.cfg.ETag == ETagContent {
+		// Known with the entry, or read from the file's attribute where
+		// blocking is allowed; an event loop asks again from there.
+		if c = s.content(h, !p.noBlock); c == nil && p.noBlock {
+			h.Release()
+			p.wouldBlock = true
+			return
+		} else if c != nil {
+			changed = c.Changed
+		}
+	}
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
 	mt := lookupType(name)
 	p.kind = mt.kind
-	done, uncached := s.checkInProgress(ctx, name, mt.kind, h)
+	done, uncached := s.checkInProgress(ctx, name, mt.kind, h, changed)
 	if done {
 		return
+	}
+	if s.cfg.ETag == ETagContent && !uncached {
+		// A file in progress served uncached keeps its size-mtime tag:
+		// its bytes so far are a version of their own.
+		if c == nil {
+			var err error
+			if c, err = s.hashContent(h); err != nil {
+				h.Release()
+				s.fail(ctx, err)
+				return
+			}
+		}
+		v.etag = c.ETag
 	}
 	switch evaluatePreconditions(rh, v) {
 	case notModified:

@@ -66,18 +66,19 @@ func (s *Server) noteWrite(name string) {
 	s.inProgressLog.forget(name)
 }
 
-// inProgress reports whether h, the file at name of kind k, may still be
-// being written. It makes no system call: h's dates are the fstat of its
+// inProgress reports whether h, the file at name of kind k, last changed
+// at changed (its ctime, or the one its content validator was computed
+// at when storing the validator moved ctime), may still be being written. It makes no system call: h's dates are the fstat of its
 // open, and every write since has ended the cache entry (the watcher) or
 // will (revalidation); an entry found in progress is unlisted at once
 // (checkInProgress), so no entry opened mid-write is judged by old dates
 // later.
-func (s *Server) inProgress(name string, k kind, h *cache.Handle) bool {
+func (s *Server) inProgress(name string, k kind, h *cache.Handle, changed int64) bool {
 	now := s.cfg.Now().UnixNano()
 	f := publish.File{
 		Size:    h.Size,
 		ModTime: h.ModTime.UnixNano(),
-		Ctime:   h.ChangeTime(),
+		Ctime:   changed,
 		Segment: k == kindSegment,
 	}
 	return s.publish.InProgress(f, s.writes.Seen(name, now, s.cfg.Settle), now)
@@ -86,8 +87,8 @@ func (s *Server) inProgress(name string, k kind, h *cache.Handle) bool {
 // checkInProgress applies the settle rule to a request for h. done true:
 // ctx holds the answer (503) and h is released. Otherwise uncached says
 // the file is in progress and its bytes go out with no-store.
-func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle) (done, uncached bool) {
-	if !s.inProgress(name, k, h) {
+func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, changed int64) (done, uncached bool) {
+	if !s.inProgress(name, k, h, changed) {
 		return false, false
 	}
 	s.stats.InProgress.Add(1)

@@ -66,6 +66,7 @@ type Server struct {
 	publish       publish.Rule   // the settle rule, from cfg.Settle
 	writes        publish.Writes // files the watcher saw written lately
 	inProgressLog inProgressLog  // files in progress, once per file
+	attrLog       rateLimitedLog // content validators that could not be stored, once per interval
 
 	streamPool sync.Pool // *bodyStream
 	planPool   sync.Pool // *plan
@@ -111,7 +112,7 @@ func New(cfg Config) (*Server, error) {
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
 	s.publish = publish.Rule{Settle: cfg.Settle}
-	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog, &s.inProgressLog.limit} {
+	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog, &s.inProgressLog.limit, &s.attrLog} {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }

@@ -37,6 +37,20 @@ type Stats struct {
 	TLS       TLSStats
 	Cold      ColdStats
 	ReadAhead ReadAheadStats // zero when read-ahead is off
+	Content   ContentStats   // zero unless -etag content
+}
+
+// ContentStats count content validators (-etag content).
+type ContentStats struct {
+	Hashed      int64 // files hashed
+	HashBytes   int64 // bytes they held
+	HashNanos   int64 // time spent hashing
+	FromAttr    int64 // validators read from the extended attribute (no hash)
+	AttrFailed  int64 // attributes that could not be written (kept in memory only)
+	Changed     int64 // hashes thrown away: the file changed while hashed
+	Refused     int64 // requests answered 503: the hash was not known by the cold deadline
+	ReadErrors  int64 // hashes that failed to read the file
+	AttrReadErr int64 // attributes that could not be read (hashed instead)
 }
 
 // ListenerStats is a snapshot of conn.ListenerStats.
@@ -156,6 +170,11 @@ func (c *counters) snapshot() Stats {
 		TLS:             tlsSnapshot(&c.TLS),
 		Cold:            c.Cold.snapshot(),
 		ReadAhead:       c.ReadAhead.snapshot(),
+		Content: ContentStats{
+			Hashed: c.Content.Hashed.Load(), HashBytes: c.Content.HashBytes.Load(), HashNanos: c.Content.HashNanos.Load(),
+			FromAttr: c.Content.FromAttr.Load(), AttrFailed: c.Content.AttrFailed.Load(), Changed: c.Content.Changed.Load(),
+			Refused: c.Content.Refused.Load(), ReadErrors: c.Content.ReadErrors.Load(), AttrReadErr: c.Content.AttrReadErr.Load(),
+		},
 	}
 	loadAll(s.ByStatus[:], c.ByStatus[:])
 	loadAll(s.Kinds[:], c.Kinds[:])

@@ -41,6 +41,7 @@ type counters struct {
 	TLS       conn.TLSStats
 	Cold      coldCounters
 	ReadAhead raCounters
+	Content   contentCounters
 }
 
 // transportCounters count which body path served each response body, and
