@@ -25,15 +25,7 @@ func contentETag(c *origin.Config) { c.ETag = origin.ETagContent }
 // have different mtimes give the same strong ETag, a file with other
 // bytes another, and If-None-Match (RFC 9110 §13.1.2), If-Match (§13.1.1)
 // and If-Range (§13.1.5) are judged on it, on every engine.
-func TestContentETag(t *testing.T) {
-	for _, m := range []serverMode{{engine: origin.EngineLoop}, {engine: origin.EngineFastHTTP}, {tls: &tlsModes[1]}} {
-		name := string(m.engine)
-		if m.tls != nil {
-			name = m.tls.name
-		}
-		t.Run(name, func(t *testing.T) { testContentETag(t, m) })
-	}
-}
+func TestContentETag(t *testing.T) { everyMode(t, testContentETag) }
 
 func testContentETag(t *testing.T, mode serverMode) {
 	rootA, rootB := t.TempDir(), t.TempDir()
