@@ -23,9 +23,11 @@
 //  1. ctime counts as a write: a copy that restores the source's mtime
 //     after writing (cp -p, rsync without --inplace's temporary, rsync -t
 //     in place) still moves ctime, which cannot be set back.
-//  2. A date in the future (a skewed writer's clock, a restored mtime)
-//     is in progress until now passes it by the settle period: it cannot
-//     be told from a write happening now.
+//  2. An mtime in the future (touch -d, a restored archive) is not a
+//     write: setting it moved ctime, which the rule reads. A ctime in the
+//     future (a network file system's clock ahead of this one) is in
+//     progress until now passes it by the settle period: it cannot be
+//     told from a write happening now.
 //  3. Settle 0 turns the date rule off; the empty-segment rule stays (an
 //     empty media segment is never a playable one).
 //  4. A name the watcher saw written stays in progress for the settle

@@ -33,7 +33,15 @@ func (r Rule) InProgress(f File, seen, now int64) bool {
 	if seen != 0 && within(seen, now, settle) {
 		return true
 	}
-	return settle > 0 && within(max(f.ModTime, f.Ctime), now, settle)
+	if settle <= 0 {
+		return false
+	}
+	// An mtime in the future is anyone's choice (touch -d, a restored
+	// archive): it says nothing of a write now, and the ctime that setting
+	// it moved does. A ctime in the future is the kernel's own clock (a
+	// network file system's server ahead of this one): a write may be
+	// going on.
+	return f.ModTime <= now && within(f.ModTime, now, settle) || within(f.Ctime, now, settle)
 }
 
 // within reports whether t is less than settle before now, or after now.

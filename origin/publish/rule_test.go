@@ -22,7 +22,9 @@ func TestInProgress(t *testing.T) {
 		{"mtime just inside", File{Size: 10, ModTime: now - 2*sec + 1, Ctime: now - 60*sec}, 0, true},
 		{"mtime exactly settle ago", File{Size: 10, ModTime: now - 2*sec, Ctime: now - 2*sec}, 0, false},
 		{"mtime restored, ctime now", File{Size: 10, ModTime: now - 3600*sec, Ctime: now - sec}, 0, true},
-		{"mtime in the future", File{Size: 10, ModTime: now + 3600*sec, Ctime: now - 60*sec}, 0, true},
+		{"mtime set in the future long ago", File{Size: 10, ModTime: now + 3600*sec, Ctime: now - 60*sec}, 0, false},
+		{"mtime set in the future just now", File{Size: 10, ModTime: now + 3600*sec, Ctime: now - sec}, 0, true},
+		{"ctime in the future", File{Size: 10, ModTime: now - 60*sec, Ctime: now + 60*sec}, 0, true},
 		{"empty segment", File{Size: 0, Segment: true, ModTime: now - 60*sec, Ctime: now - 60*sec}, 0, true},
 		{"empty playlist", File{Size: 0, ModTime: now - 60*sec, Ctime: now - 60*sec}, 0, false},
 		{"watcher saw a write", File{Size: 10, ModTime: now - 60*sec, Ctime: now - 60*sec}, now - sec, true},
@@ -108,11 +110,12 @@ func FuzzInProgress(f *testing.F) {
 		if segment && size == 0 && !got {
 			t.Fatalf("empty segment %+v settled", fl)
 		}
-		last := max(mtime, ctime)
 		old := func(x int64) bool { return x <= now && now-x >= settle && now-x >= 0 }
-		if !(segment && size == 0) && old(last) && (seen == 0 || old(seen)) && got {
+		mtimeOld := old(mtime) || mtime > now
+		if !(segment && size == 0) && mtimeOld && old(ctime) && (seen == 0 || old(seen)) && got {
 			t.Fatalf("InProgress(%+v, seen %d, now %d, settle %d) = true, want false: every date is settled", fl, seen, now, settle)
 		}
+		last := max(mtime, ctime)
 		if got && !(segment && size == 0) && now > last && now-last > 0 && seen == 0 {
 			earlier := last + (now-last)/2
 			if !r.InProgress(fl, seen, earlier) {
