@@ -42,6 +42,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseMedia$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/predict
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSidx$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/predict
 	$(GO) test -run='^$$' -fuzz='^FuzzParseNextRange$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/predict
+	$(GO) test -run='^$$' -fuzz='^FuzzInProgress$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/publish
+	$(GO) test -run='^$$' -fuzz='^FuzzParseAttr$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/etag
 
 # -buildvcs=auto: stamp the commit (segorigin -version, segorigin_build_info)
 # where git can tell it, even when GOFLAGS says -buildvcs=false.

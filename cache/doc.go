@@ -11,6 +11,9 @@
 //     come from one fstat of the open descriptor, so they always describe the
 //     bytes that descriptor reads (a file replaced by rename is served wholly
 //     old or wholly new).
+//   - A validator of the bytes the caller computed once ([Handle.SetContent]:
+//     a hash), kept with the Handle and dropped with it, so it is computed
+//     once per version of a file. The cache never computes it.
 //   - Short-lived negative entries: a name that did not exist is remembered
 //     for [Config.NegativeTTL].
 //   - The bytes of small files ([Config.InlineMax], within

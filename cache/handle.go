@@ -45,6 +45,8 @@ type Handle struct {
 	checked   atomic.Int64  // Now().UnixNano() of the open or of the last revalidation
 	openFiles *atomic.Int64 // the owning cache's count of open descriptors
 
+	content atomic.Pointer[Content] // the caller's validator of these bytes, once known (SetContent)
+
 	inlineBytes *atomic.Int64 // the owning cache's inline byte level, when Bytes != nil
 	inlineFiles *atomic.Int64 // the owning cache's inline file level, when Bytes != nil
 }
@@ -54,6 +56,36 @@ type Handle struct {
 // descriptor to blocking mode or stop deadlines from working. It is valid
 // until Release; it must not be closed.
 func (h *Handle) Fd() int { return h.fd }
+
+// ChangeTime is st_ctime at open, in Unix nanoseconds (0 where the
+// platform's stat does not give it): the last time the file's bytes or
+// metadata changed, which, unlike the mtime, no writer can set back.
+func (h *Handle) ChangeTime() int64 { return h.ctime }
+
+// Content is a validator of a Handle's bytes that the caller computed (a
+// hash of them) and keeps with the entry, so it is computed once per
+// version of the file and dropped with the descriptor.
+type Content struct {
+	ETag string // strong entity tag of the bytes
+	// Changed is the ctime (Unix nanoseconds) of the version that was
+	// hashed, when the file's own ctime is later only because the
+	// validator was stored on it (an extended attribute).
+	Changed int64
+}
+
+// Content returns the validator SetContent gave this Handle, or nil.
+func (h *Handle) Content() *Content { return h.content.Load() }
+
+// SetContent keeps c with this Handle (every holder of the same Handle
+// sees it). The caller computes c from this Handle's descriptor, so it
+// describes the same version as Size and ModTime; the first one set stays.
+func (h *Handle) SetContent(c *Content) { h.content.CompareAndSwap(nil, c) }
+
+// Retain adds a reference for a holder that outlives its lender (a job
+// that goes on after the request that queued it stopped waiting); false
+// when the descriptor is already closed or closing. A true Retain needs
+// its own Release.
+func (h *Handle) Retain() bool { return h.tryRef() }
 
 // Release returns the reference taken by Acquire. Call it exactly once per
 // successful Acquire, after the last use of File or Fd. The descriptor is

@@ -40,6 +40,18 @@ func (r *rig) prime(t *testing.T, ctx context.Context, sets ...synthSet) map[str
 	return own
 }
 
+// mostOwned is the index of the origin that owns the most paths, given
+// the counts owned returns.
+func mostOwned(counts []int) int {
+	b := 0
+	for i := range counts {
+		if counts[i] > counts[b] {
+			b = i
+		}
+	}
+	return b
+}
+
 // owned counts, per origin index, the paths of set it owns.
 func (r *rig) owned(own map[string]string, set synthSet) []int {
 	n := make([]int, len(r.addrs))
@@ -62,12 +74,7 @@ func (r *rig) testCrash(t *testing.T, ctx context.Context) {
 	// The victim: the origin that owns the most files of the after set,
 	// so that its return to the ring shows.
 	inAfter := r.owned(own, after)
-	victim := 0
-	for i := range inAfter {
-		if inAfter[i] > inAfter[victim] {
-			victim = i
-		}
-	}
+	victim := mostOwned(inAfter)
 	v := r.origins[victim]
 	t.Logf("victim %s (%s, pid %d) owns %d of %d after files", v.name, v.addr, v.proc.PID(), inAfter[victim], len(after.files))
 
@@ -199,12 +206,7 @@ func (r *rig) testBadDeploy(t *testing.T, ctx context.Context) {
 	set := r.synthSet(t, "bad")
 	own := r.prime(t, ctx, set)
 	counts := r.owned(own, set)
-	b := 0
-	for i := range counts {
-		if counts[i] > counts[b] {
-			b = i
-		}
-	}
+	b := mostOwned(counts)
 	bad := r.origins[b]
 
 	v2 := r.deployDifferent(t, set, bad)

@@ -116,16 +116,24 @@ func newRig(t *testing.T) *rig {
 	r := &rig{master: filepath.Join(dir, "master"), client: newClient(8), direct: newClient(4)}
 	makeContent(t, r.master)
 
+	// cp -a keeps mtimes, so every copy has the same ETag and
+	// Last-Modified: what an rsync -a deploy does.
+	r.build(t, bin, dir, cpA, []string{"-cache-control-playlist", fmt.Sprintf("public, max-age=%d", int(playlistMaxAge.Seconds()))})
+	return r
+}
+
+// build copies r.master to each of three origins with copyTree, starts
+// them with args in their network namespaces and the shield in front.
+// Cleanups stop them in reverse order, on failure too.
+func (r *rig) build(t *testing.T, bin, dir string, copyTree func(t *testing.T, src, dst string), args []string) {
+	t.Helper()
 	r.topo = newTopology(t, 3)
 	for i, ns := range r.topo.netns {
 		root := filepath.Join(dir, fmt.Sprintf("origin%d", i+1))
-		// cp -a keeps mtimes, so every copy has the same ETag and
-		// Last-Modified: what an rsync -a deploy does.
-		cpA(t, r.master, root)
+		copyTree(t, r.master, root)
 		o := &origin{
 			name: fmt.Sprintf("o%d", i+1), bin: bin, ns: ns, root: root, owner: t,
-			addr: fmt.Sprintf("%s:%d", r.topo.hosts[i], originPort),
-			args: []string{"-cache-control-playlist", fmt.Sprintf("public, max-age=%d", int(playlistMaxAge.Seconds()))},
+			addr: fmt.Sprintf("%s:%d", r.topo.hosts[i], originPort), args: args,
 		}
 		r.origins = append(r.origins, o)
 		r.addrs = append(r.addrs, o.addr)
@@ -145,7 +153,6 @@ func newRig(t *testing.T) *rig {
 		o.start(t)
 	}
 	r.shield = startShield(t, filepath.Join(dir, "shield"), r.addrs)
-	return r
 }
 
 // synthSets are the synth file groups under /synth: name, count, and the

@@ -164,8 +164,10 @@ type origin struct {
 // then it is stopped with SIGTERM (SIGKILL, and an error, after 5 s).
 func (o *origin) start(t *testing.T) {
 	t.Helper()
+	// -settle 0: the tests copy their media a moment before they serve
+	// it, complete; a test of the settle rule sets it again in o.args.
 	args := append([]string{"netns", "exec", o.ns, o.bin,
-		"-listen", o.addr, "-root", o.root, "-drain-timeout", "2s"}, o.args...)
+		"-listen", o.addr, "-root", o.root, "-settle", "0", "-drain-timeout", "2s"}, o.args...)
 	cmd := exec.Command("ip", args...)
 	owner := o.owner
 	if owner == nil {

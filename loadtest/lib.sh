@@ -276,14 +276,14 @@ lt_free_port() {
 
 # lt_start NAME BINDIR ROOT WORKDIR : starts server NAME (segorigin,
 # segorigin-nocache, segorigin-noinline, segorigin-nocold,
-# segorigin-fasthttp, nginx, nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
+# segorigin-fasthttp, segorigin-content, nginx, nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
 # caller may prefix the command with a wrapper in LT_WRAP (e.g. strace).
 lt_start() {
   local name=$1 bin=$2 root=$3 work=$4
   mkdir -p "$work"
   LT_ADDR="" LT_PID=""
   case $name in
-  segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | nethttp | fasthttpfs)
+  segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | segorigin-content | nethttp | fasthttpfs)
     local extra=() exe=$name
     if [[ $name == segorigin* ]] && [ -n "${SEGORIGIN_FLAGS:-}" ]; then
       read -r -a extra <<<"$SEGORIGIN_FLAGS"
@@ -299,6 +299,10 @@ lt_start() {
     if [ "$name" = segorigin-nocold ]; then # no residency check or cold pool, to show what they cost on hits
       exe=segorigin
       extra+=(-cold-readers 0)
+    fi
+    if [ "$name" = segorigin-content ]; then # content ETags (a hash per file, known after the first request)
+      exe=segorigin
+      extra+=(-etag content)
     fi
     if [ "$name" = segorigin-fasthttp ]; then # a goroutine per connection instead of the event loops
       exe=segorigin

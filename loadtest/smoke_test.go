@@ -96,7 +96,7 @@ func smallSet(t *testing.T) string {
 // address; the test's cleanup stops it (SIGTERM, SIGKILL after 10 s).
 func startServer(t *testing.T, bin, root string) string {
 	t.Helper()
-	p := testproc.Start(t, exec.Command(bin, "-root", root, "-listen", "127.0.0.1:0"), testproc.Timeout(15*time.Second))
+	p := testproc.Start(t, exec.Command(bin, "-root", root, "-settle", "0", "-listen", "127.0.0.1:0"), testproc.Timeout(15*time.Second))
 	t.Cleanup(func() { p.Terminate(10 * time.Second) })
 	return p.Addr("http")
 }

@@ -302,7 +302,7 @@ type soakServer struct {
 // cleanup stops it (SIGTERM, SIGKILL after 40 s).
 func startSoakServer(t *testing.T, bin, root string) *soakServer {
 	t.Helper()
-	cmd := exec.Command(bin, "-root", root, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-admin-pprof", "-cache-files", "256")
+	cmd := exec.Command(bin, "-root", root, "-settle", "0", "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-admin-pprof", "-cache-files", "256")
 	p := testproc.Start(t, cmd, testproc.Timeout(15*time.Second))
 	t.Cleanup(func() { p.Terminate(40 * time.Second) })
 	return &soakServer{addr: p.Addr("http"), admin: p.Addr("admin"), pid: p.PID()}

@@ -39,6 +39,7 @@ func BenchmarkHandleLogged(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			cfg := DefaultConfig()
+			cfg.Settle = 0 // written just now, complete
 			cfg.Root = root
 			if tc.log {
 				cfg.AccessLog, cfg.AccessLogFormat = io.Discard, tc.format

@@ -12,17 +12,23 @@ import (
 // TestServeAllocatesNothing: a keep-alive request of the workloads that
 // small responses dominate (ARCHITECTURE.md "Workloads": W3 64 KiB parts,
 // W4 1 KiB playlists, W6 304 revalidations) allocates nothing on the server once warm, access
-// log off. AllocsPerRun counts every goroutine, so the client below writes
-// a prepared request and reads the response into a fixed buffer.
+// log off, with size-mtime ETags and with content ETags once known.
+// AllocsPerRun counts every goroutine, so the client below writes a
+// prepared request and reads the response into a fixed buffer.
 func TestServeAllocatesNothing(t *testing.T) {
 	if origin.RaceEnabled {
 		// make test runs the allocation tests again without -race.
 		t.Skip("allocation budgets do not hold under -race (sync.Pool drops items); `make unit` checks them without it")
 	}
+	t.Run("size-mtime", func(t *testing.T) { testServeAllocatesNothing(t, nil) })
+	t.Run("etag-content", func(t *testing.T) { testServeAllocatesNothing(t, contentETag) })
+}
+
+func testServeAllocatesNothing(t *testing.T, mod func(*origin.Config)) {
 	root := t.TempDir()
 	writeSynth(t, root, "w3/part0000.m4s", 64<<10)
 	writeSynth(t, root, "w4/p00.m3u8", 1<<10)
-	ts := startServer(t, root, nil)
+	ts := startServer(t, root, mod)
 	etag3, etag4 := ts.get("/w3/part0000.m4s").header("ETag"), ts.get("/w4/p00.m3u8").header("ETag")
 	tests := []struct {
 		name, target, header string

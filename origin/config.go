@@ -104,6 +104,25 @@ type Config struct {
 	// changed file then.
 	RevalidateEvery time.Duration
 
+	// Settle is how long after its last write a file counts as complete:
+	// until then (its mtime or ctime, or a write the watcher saw, less
+	// than Settle ago; or an empty file where a media segment is
+	// expected) it is in progress, and InProgress decides its answer. 0
+	// turns the time rule off (the empty-segment rule stays).
+	Settle time.Duration
+	// InProgress is the answer for a file in progress: InProgress503
+	// (503 with Retry-After and Cache-Control: no-store, the default) or
+	// InProgressUncached (its bytes so far, with Cache-Control: no-store).
+	InProgress InProgressMode
+
+	// ETag is where strong validators come from: ETagSizeMtime (size
+	// and mtime, the default) or ETagContent (a hash of the bytes,
+	// computed once per version of a file on the cold readers and kept
+	// in the cache entry and the file's user.segorigin.etag extended
+	// attribute; a request whose file is not hashed yet waits for it up
+	// to ColdDeadline, then gets 503 with Retry-After).
+	ETag ETagMode
+
 	// RootCheckEvery is how often the server checks that the media root is
 	// still a readable directory, the one it opened (logged and counted
 	// when it is not; /readyz checks too, on every probe). 0: only /readyz.
@@ -261,6 +280,9 @@ func DefaultConfig() Config {
 		NegativeCacheBytes:      1 << 20,
 		Watch:                   true,
 		RevalidateEvery:         2 * time.Second,
+		Settle:                  2 * time.Second,
+		InProgress:              InProgress503,
+		ETag:                    ETagSizeMtime,
 		RootCheckEvery:          5 * time.Second,
 		ReadTimeout:             30 * time.Second,
 		WriteTimeout:            60 * time.Second,
@@ -321,6 +343,16 @@ func (c *Config) validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("engine: %q, want loop or fasthttp", c.Engine))
 	}
+	switch c.InProgress {
+	case InProgress503, InProgressUncached:
+	default:
+		errs = append(errs, fmt.Errorf("in-progress: %q, want 503 or uncached", c.InProgress))
+	}
+	switch c.ETag {
+	case ETagSizeMtime, ETagContent:
+	default:
+		errs = append(errs, fmt.Errorf("etag: %q, want size-mtime or content", c.ETag))
+	}
 	if c.Loops < 0 || c.Loops > 1024 {
 		errs = append(errs, fmt.Errorf("loops: %d, want 0..1024", c.Loops))
 	}
@@ -330,6 +362,7 @@ func (c *Config) validate() error {
 	for name, d := range map[string]time.Duration{
 		"read-timeout": c.ReadTimeout, "write-timeout": c.WriteTimeout, "idle-timeout": c.IdleTimeout,
 		"negative-ttl": c.NegativeTTL, "revalidate-every": c.RevalidateEvery, "root-check-every": c.RootCheckEvery,
+		"settle": c.Settle,
 	} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s: %v, want >= 0", name, d))
@@ -403,4 +436,17 @@ const (
 	EngineLoop Engine = "loop"
 	// EngineFastHTTP: fasthttp's server, a goroutine per connection.
 	EngineFastHTTP Engine = "fasthttp"
+)
+
+// InProgressMode is the answer for a file still being written
+// (Config.InProgress).
+type InProgressMode string
+
+const (
+	// InProgress503: 503 with Retry-After and Cache-Control: no-store,
+	// so no cache keeps anything and clients come back once it settles.
+	InProgress503 InProgressMode = "503"
+	// InProgressUncached: the bytes written so far, with Cache-Control:
+	// no-store, for players that would rather have them than wait.
+	InProgressUncached InProgressMode = "uncached"
 )

@@ -30,6 +30,7 @@ func TestDateClampAllocs(t *testing.T) {
 	}
 	cfg := DefaultConfig()
 	cfg.Root = root
+	cfg.Settle = 0 // written just now, complete
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,13 @@
 //	→ cache.Acquire: fd + size + mtime + ETag (open+fstat only on a miss;
 //	  os.Root keeps symlinks inside the root; a file whose real path has a
 //	  hidden segment is 404 like its name would be)
+//	→ -etag content: the entry's content validator, else the file's
+//	  extended attribute (one fgetxattr, off the loop)
+//	→ checkInProgress: a file still being written (origin/publish) is
+//	  503 + Retry-After + no-store, or with -in-progress uncached its
+//	  bytes with no-store; its entry is dropped
+//	→ -etag content, not known yet: hashed on a cold reader, waited for up
+//	  to -cold-deadline (then 503 + Retry-After)
 //	→ a playlist or manifest authorised by a query token: rewritten by
 //	  origin/rewrite so each URI in the token's scope carries it, an
 //	  in-memory body with its own ETag (queryrewrite.go; a file the cache

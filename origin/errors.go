@@ -51,7 +51,8 @@ func statusFor(err error) int {
 		return fasthttp.StatusNotFound
 	case errors.Is(err, fs.ErrPermission):
 		return fasthttp.StatusForbidden
-	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), isColdBusy(err):
+	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), isColdBusy(err),
+		errors.Is(err, errInProgress), errors.Is(err, errContentUnknown):
 		return fasthttp.StatusServiceUnavailable
 	}
 	return fasthttp.StatusInternalServerError
@@ -92,11 +93,14 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		// RFC 9110 §10.2.3: Retry-After "indicate[s] how long the service
 		// is expected to be unavailable to the client".
 		ctx.Response.Header.Set("Retry-After", retryAfter(rand.Uint64()))
-		if isColdBusy(err) {
+		switch {
+		case errors.Is(err, errInProgress), errors.Is(err, errContentUnknown):
+			// Counted, and logged, where they are found.
+		case isColdBusy(err):
 			if s.coldLog.Allow() {
 				s.log.Warn("cold readers saturated: answering 503", "path", s.loggable(string(ctx.Path())), "err", err)
 			}
-		} else if s.emfileLog.Allow() {
+		case s.emfileLog.Allow():
 			s.log.Error("out of file descriptors: shedding the file cache, answering 503",
 				"path", s.loggable(string(ctx.Path())), "err", err, "suppressed", s.emfileLog.Suppressed())
 		}

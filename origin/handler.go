@@ -232,16 +232,46 @@ func isKnownMethod(m []byte) bool {
 // releases it. The file's name is h.Name, the cache's own copy.
 func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, rh *reqHeaders, g grant) {
 	v := validators{etag: h.ETag}
+	changed := h.ChangeTime()
+	var c *cache.Content
+	if s.cfg.ETag == ETagContent {
+		// Known with the entry, or read from the file's attribute where
+		// blocking is allowed; an event loop asks again from there.
+		if c = s.content(h, !p.noBlock); c == nil && p.noBlock {
+			h.Release()
+			p.wouldBlock = true
+			return
+		} else if c != nil {
+			changed = c.Changed
+		}
+	}
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
 	mt := s.lookupType(h.Name)
 	p.kind = mt.kind
-	if g.query.rewrites() && mt.kind == kindPlaylist && s.serveRewritten(ctx, p, h.Name, h, rh, g, mt) {
+	done, uncached := s.checkInProgress(ctx, h.Name, mt.kind, h, changed)
+	if done {
+		return
+	}
+	if s.cfg.ETag == ETagContent && !uncached {
+		// A file in progress served uncached keeps its size-mtime tag:
+		// its bytes so far are a version of their own.
+		if c == nil {
+			var err error
+			if c, err = s.hashContent(h); err != nil {
+				h.Release()
+				s.fail(ctx, err)
+				return
+			}
+		}
+		v.etag = c.ETag
+	}
+	if !uncached && g.query.rewrites() && mt.kind == kindPlaylist && s.serveRewritten(ctx, p, h.Name, h, rh, g, mt) {
 		return
 	}
 	switch evaluatePreconditions(rh, v) {
 	case notModified:
 		h.Release()
-		s.setValidators(ctx, mt.kind, v, g)
+		s.setValidators(ctx, mt.kind, v, g, uncached)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Kinds[mt.kind].Add(1)
 		return
@@ -286,7 +316,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, r
 	if rangesIgnored {
 		s.stats.RangesIgnored.Add(1)
 	}
-	s.setValidators(ctx, mt.kind, v, g)
+	s.setValidators(ctx, mt.kind, v, g, uncached)
 	s.stats.Kinds[mt.kind].Add(1)
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrAcceptRanges, valBytes)
@@ -322,13 +352,16 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, r
 
 // setValidators writes the headers a 200, 206 and 304 share: RFC 9110
 // §15.4.5 says a 304 carries the ETag, Cache-Control and Date the 200 would.
-// A token's grant caps the Cache-Control lifetime (capCacheControl).
-func (s *Server) setValidators(ctx *fasthttp.RequestCtx, k kind, v validators, g grant) {
+// A token's grant caps the Cache-Control lifetime (capCacheControl); a
+// file still being written (uncached) gets no-store.
+func (s *Server) setValidators(ctx *fasthttp.RequestCtx, k kind, v validators, g grant, uncached bool) {
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrETag, []byte(v.etag)) // short: converted on the stack
 	hdr.SetLastModified(v.modTime)
 	cc := s.cacheControl[k]
-	if g.until != 0 {
+	if uncached {
+		cc = valNoStore
+	} else if g.until != 0 {
 		var buf [160]byte
 		cc = capCacheControl(buf[:0], cc, g.until-s.cfg.Now().Unix(), g.private)
 	}

@@ -26,17 +26,27 @@ func BenchmarkHandle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	cfg := DefaultConfig()
-	cfg.Root = root // the default -watch: no revalidation stat, as in production
-	s, err := New(cfg)
-	if err != nil {
-		b.Fatal(err)
+	servers := map[string]*Server{}
+	for _, mode := range []ETagMode{ETagSizeMtime, ETagContent} {
+		cfg := DefaultConfig()
+		cfg.Root = root // the default -watch: no revalidation stat, as in production
+		cfg.Settle = 0  // written just now, complete
+		cfg.ETag = mode
+		cfg.ColdReaders = 0 // no Run: the first request hashes in place
+		s, err := New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { s.Close() })
+		servers[string(mode)] = s
 	}
-	b.Cleanup(func() { s.Close() })
-	for _, tc := range []struct{ name, path string }{
-		{"W4", "/w4/p00.m3u8"},
-		{"W3", "/w3/part0000.m4s"},
+	for _, tc := range []struct{ name, path, mode string }{
+		{"W4", "/w4/p00.m3u8", "size-mtime"},
+		{"W3", "/w3/part0000.m4s", "size-mtime"},
+		{"W4-etag-content", "/w4/p00.m3u8", "content"},
+		{"W3-etag-content", "/w3/part0000.m4s", "content"},
 	} {
+		s := servers[tc.mode]
 		b.Run(tc.name, func(b *testing.B) { benchGET(b, s, tc.path, nil) })
 	}
 }
@@ -83,6 +93,7 @@ func BenchmarkHandleParallel(b *testing.B) {
 	}
 	cfg := DefaultConfig()
 	cfg.Root = root
+	cfg.Settle = 0 // written just now, complete
 	s, err := New(cfg)
 	if err != nil {
 		b.Fatal(err)

@@ -53,6 +53,9 @@ func startServerMode(t testing.TB, root string, mod func(*origin.Config), m *tls
 	}
 	cfg := origin.DefaultConfig()
 	cfg.Root = root
+	// Tests write their files a moment before they fetch them, complete:
+	// the settle rule would hold them back. The tests of that rule set it.
+	cfg.Settle = 0
 	cfg.Logger = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if m != nil {
 		cfg.TLS.CertFile, cfg.TLS.KeyFile = writeTestCert(t)

@@ -118,7 +118,7 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan, name string, 
 	p.kind = mt.kind
 	switch evaluatePreconditions(rh, v) {
 	case notModified:
-		s.setValidators(ctx, mt.kind, v, g)
+		s.setValidators(ctx, mt.kind, v, g, false)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Kinds[mt.kind].Add(1)
 		return true
@@ -129,7 +129,7 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan, name string, 
 	// A Range header is ignored (RFC 9110 §14.2: "A server MAY ignore
 	// the Range header field"): the body is made per request, and players
 	// fetch playlists whole. No Accept-Ranges is sent for it.
-	s.setValidators(ctx, mt.kind, v, g)
+	s.setValidators(ctx, mt.kind, v, g, false)
 	s.stats.Kinds[mt.kind].Add(1)
 	ctx.Response.Header.SetContentType(mt.contentType)
 	ctx.SetStatusCode(fasthttp.StatusOK)

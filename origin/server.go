@@ -21,6 +21,7 @@ import (
 	"segorigin/cache"
 	"segorigin/origin/coldread"
 	"segorigin/origin/conn"
+	"segorigin/origin/publish"
 	"segorigin/watcher"
 )
 
@@ -62,6 +63,11 @@ type Server struct {
 	escapeLog   rateLimitedLog // symlinks leaving the root, once per interval
 	fasthttpLog rateLimitedLog // fasthttp's own lines (they echo request bytes), once per interval
 	coldLog     rateLimitedLog // cold reads failing or refused, once per interval
+
+	publish       publish.Rule   // the settle rule, from cfg.Settle
+	writes        publish.Writes // files the watcher saw written lately
+	inProgressLog inProgressLog  // files in progress, once per file
+	attrLog       rateLimitedLog // content validators that could not be stored, once per interval
 
 	streamPool sync.Pool // *bodyStream
 	planPool   sync.Pool // *plan
@@ -108,7 +114,8 @@ func New(cfg Config) (*Server, error) {
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
-	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog} {
+	s.publish = publish.Rule{Settle: cfg.Settle}
+	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog, &s.inProgressLog.limit, &s.attrLog} {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }
@@ -203,6 +210,7 @@ func New(cfg Config) (*Server, error) {
 			Target:     invalidator{s},
 			Logger:     s.log,
 			OnDegraded: s.onWatchDegraded,
+			OnWrite:    s.noteWrite,
 		})
 		if err != nil {
 			s.cache.Close()

@@ -25,6 +25,7 @@ type Stats struct {
 	RootUnavailable int64                       // times the media root was found missing, replaced or unreadable
 	BadPaths        int64                       // request paths refused with 400 (bad escape, control byte, climbing above the root)
 	AccessLogErrors int64                       // access log lines the writer refused
+	InProgress      int64                       // requests for a file still being written (503, or bytes with no-store)
 	CMCD            CMCDStats                   // requests carrying CMCD
 
 	// ConnsOpen, ConnsRefused, AcceptEMFILE, Proxy*: counted by the
@@ -38,6 +39,7 @@ type Stats struct {
 	Cold      ColdStats
 	ReadAhead ReadAheadStats // zero when read-ahead is off
 	Loop      LoopStats      // zero where no event loop serves
+	Content   ContentStats   // zero unless -etag content
 }
 
 // LoopStats count what the event loops did, all listeners together.
@@ -47,6 +49,19 @@ type LoopStats struct {
 	Sends      int64 // sendmsg and sendfile calls
 	ShortSends int64 // of those, sends that filled the socket buffer (the connection then waits to be writable)
 	Timeouts   int64 // connections closed by a read, idle or write timeout
+}
+
+// ContentStats count content validators (-etag content).
+type ContentStats struct {
+	Hashed      int64 // files hashed
+	HashBytes   int64 // bytes they held
+	HashNanos   int64 // time spent hashing
+	FromAttr    int64 // validators read from the extended attribute (no hash)
+	AttrFailed  int64 // attributes that could not be written (kept in memory only)
+	Changed     int64 // hashes thrown away: the file changed while hashed
+	Refused     int64 // requests answered 503: the hash was not known by the cold deadline
+	ReadErrors  int64 // hashes that failed to read the file
+	AttrReadErr int64 // attributes that could not be read (hashed instead)
 }
 
 // ListenerStats is a snapshot of conn.ListenerStats.
@@ -169,6 +184,7 @@ func (c *counters) snapshot() Stats {
 		RootUnavailable: c.RootUnavailable.Load(),
 		BadPaths:        c.BadPaths.Load(),
 		AccessLogErrors: c.AccessLogErrors.Load(),
+		InProgress:      c.InProgress.Load(),
 		CMCD:            c.CMCD.snapshot(),
 		ListenerStats:   listenerSnapshot(&c.ListenerStats),
 		Transport:       c.Transport.snapshot(),
@@ -177,6 +193,11 @@ func (c *counters) snapshot() Stats {
 		TLS:       tlsSnapshot(&c.TLS),
 		Cold:      c.Cold.snapshot(),
 		ReadAhead: c.ReadAhead.snapshot(),
+		Content: ContentStats{
+			Hashed: c.Content.Hashed.Load(), HashBytes: c.Content.HashBytes.Load(), HashNanos: c.Content.HashNanos.Load(),
+			FromAttr: c.Content.FromAttr.Load(), AttrFailed: c.Content.AttrFailed.Load(), Changed: c.Content.Changed.Load(),
+			Refused: c.Content.Refused.Load(), ReadErrors: c.Content.ReadErrors.Load(), AttrReadErr: c.Content.AttrReadErr.Load(),
+		},
 	}
 	loadAll(s.ByStatus[:], c.ByStatus[:])
 	loadAll(s.Kinds[:], c.Kinds[:])

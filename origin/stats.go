@@ -29,6 +29,7 @@ type counters struct {
 	RootUnavailable atomic.Int64                       // times the media root was found missing, replaced or unreadable
 	BadPaths        atomic.Int64                       // request paths refused with 400 (bad escape, control byte, climbing above the root)
 	AccessLogErrors atomic.Int64                       // access log lines the writer refused
+	InProgress      atomic.Int64                       // requests for a file still being written (503, or bytes with no-store)
 	CMCD            cmcdCounters                       // requests carrying CMCD
 
 	// ConnsOpen, ConnsRefused, AcceptEMFILE: counted by the listeners'
@@ -41,6 +42,7 @@ type counters struct {
 	TLS       conn.TLSStats
 	Cold      coldCounters
 	ReadAhead raCounters
+	Content   contentCounters
 }
 
 // transportCounters count which body path served each response body, and
@@ -70,7 +72,7 @@ func (s *Server) Latency() prometheus.Collector { return s.latency }
 // LogSuppressed returns, by kind, the log lines rate limiting has held
 // back (the events themselves are counted by their own Stats), for an
 // exporter: parse_error, bad_path, root_escape, fasthttp, emfile, auth,
-// access_log.
+// access_log, in_progress.
 func (s *Server) LogSuppressed() map[string]int64 {
 	var auth int64
 	if a := s.auth.Load(); a != nil {
@@ -82,6 +84,7 @@ func (s *Server) LogSuppressed() map[string]int64 {
 		"parse_error": s.parseErrLog.Dropped(), "bad_path": s.badPathLog.Dropped(),
 		"root_escape": s.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.Dropped(),
 		"emfile": s.emfileLog.Dropped(), "auth": auth, "access_log": s.access.errLog.Dropped(),
+		"in_progress": s.inProgressLog.limit.Dropped(),
 	}
 }
 

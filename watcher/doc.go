@@ -47,6 +47,12 @@
 //     OnDegraded(true) and logs once. While degraded it rebuilds the full
 //     watch set every RetryEvery; once whole it invalidates everything again
 //     (changes in the gap were not seen) and calls OnDegraded(false).
-//  5. Events are handled one at a time on Run's goroutine, in the order
+//  5. A write to a file is also reported to [Config.OnWrite], so the
+//     caller can hold back a file still being written. fsnotify reports
+//     writes (IN_MODIFY) but keeps IN_CLOSE_WRITE to itself (its
+//     xUnportableCloseWrite is unexported), so the end of a write is not
+//     an event here: the caller judges it by time (a write seen, or the
+//     file's mtime or ctime, less than a settle period ago).
+//  6. Events are handled one at a time on Run's goroutine, in the order
 //     fsnotify delivers them; the directory set needs no lock.
 package watcher

@@ -24,6 +24,11 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 	if ev.Has(fsnotify.Write) || ev.Has(fsnotify.Chmod) {
 		w.changed(name)
 	}
+	if ev.Has(fsnotify.Write) && w.onWrite != nil {
+		if _, isDir := w.dirs[name]; !isDir {
+			w.onWrite(name)
+		}
+	}
 }
 
 // gone handles a name that was removed or renamed away.

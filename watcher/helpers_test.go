@@ -90,6 +90,7 @@ type options struct {
 	retryEvery time.Duration
 	wrapAdd    func(add func(string) error) func(string) error
 	noRun      bool // build the watcher but do not start Run
+	onWrite    bool // record OnWrite calls as "W name"
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -102,13 +103,17 @@ func start(t *testing.T, opt options) *harness {
 		opt.root = t.TempDir()
 	}
 	h := &harness{t: t, root: opt.root, rec: &recorder{}, degraded: &degradedLog{}}
-	w, err := newWatcher(Config{
+	cfg := Config{
 		Root:       opt.root,
 		Target:     h.rec,
 		Logger:     quietLogger(),
 		OnDegraded: h.degraded.record,
 		RetryEvery: opt.retryEvery,
-	}, opt.wrapAdd)
+	}
+	if opt.onWrite {
+		cfg.OnWrite = func(name string) { h.rec.add("W " + name) }
+	}
+	w, err := newWatcher(cfg, opt.wrapAdd)
 	if err != nil {
 		t.Fatalf("New(%s): %v", opt.root, err)
 	}

@@ -43,6 +43,12 @@ type Config struct {
 	// goroutine, never concurrently, and must not block.
 	OnDegraded func(degraded bool)
 
+	// OnWrite, if set, is called with the name of a file the kernel
+	// reports written (IN_MODIFY), after its invalidation, so the caller
+	// can tell a file being written from a finished one. It is called from
+	// Run's goroutine and must not block.
+	OnWrite func(name string)
+
 	// RetryEvery is how often a degraded watcher tries to rebuild the full
 	// watch set. 0 means 2s.
 	RetryEvery time.Duration
@@ -57,6 +63,7 @@ type Watcher struct {
 	target     Invalidator
 	log        *slog.Logger
 	onDegraded func(bool)
+	onWrite    func(string)
 	retryEvery time.Duration
 
 	fsw *fsnotify.Watcher
@@ -105,6 +112,7 @@ func newWatcher(cfg Config, wrapAdd func(add func(string) error) func(string) er
 		target:     cfg.Target,
 		log:        cfg.Logger,
 		onDegraded: cfg.OnDegraded,
+		onWrite:    cfg.OnWrite,
 		retryEvery: cfg.RetryEvery,
 		fsw:        fsw,
 		addWatch:   fsw.Add,

@@ -40,7 +40,7 @@ func TestAccessLogRotateAndGoAccess(t *testing.T) {
 	signed := strings.TrimSpace(string(out)) // /t/<segment>/vod/t1/
 	seg := strings.Split(signed, "/")[2]
 	log := filepath.Join(dir, "access.log")
-	p := start(t, bin, "-listen", "127.0.0.1:0", "-root", root, "-auth-key-file", keys,
+	p := start(t, bin, "-listen", "127.0.0.1:0", "-root", root, "-settle", "0", "-auth-key-file", keys,
 		"-auth-public", "/vod/t1/", "-access-log", log, "-access-log-format", "combined")
 
 	c, err := net.Dial("tcp", p.Addr("http"))

@@ -105,6 +105,11 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.Int64Var(&c.NegativeCacheBytes, "negative-cache-bytes", c.NegativeCacheBytes, "memory budget of remembered missing names (name bytes plus 256 each; 0: none remembered)")
 	fs.BoolVar(&c.Watch, "watch", c.Watch, "invalidate the file cache on file system events (fsnotify)")
 	fs.DurationVar(&c.RevalidateEvery, "revalidate-every", c.RevalidateEvery, "stat cached files this often when -watch=false or the watcher lost events (> 0)")
+	fs.DurationVar(&c.Settle, "settle", c.Settle, "a file whose mtime or ctime (or a write the watcher saw) is less than this old, or an empty segment, is still being written: not served as complete (0: only empty segments)")
+	inProgress := string(c.InProgress)
+	fs.StringVar(&inProgress, "in-progress", inProgress, "answer for a file still being written: 503 (Retry-After, Cache-Control: no-store) or uncached (its bytes so far, Cache-Control: no-store)")
+	etagMode := string(c.ETag)
+	fs.StringVar(&etagMode, "etag", etagMode, "strong validators from: size-mtime, or content (a hash of the bytes, the same on every copy whatever its mtime; computed once per file version on the cold readers and kept in the user.segorigin.etag extended attribute)")
 	fs.DurationVar(&c.RootCheckEvery, "root-check-every", c.RootCheckEvery, "check this often that the media root is still there and readable (logged, counted, /readyz 503 when not); 0: on /readyz probes only")
 	fs.StringVar((*string)(&c.Engine), "engine", string(c.Engine), "what serves plain HTTP: loop (event loops, Linux) or fasthttp (a goroutine per connection); HTTPS is always fasthttp")
 	fs.IntVar(&c.Loops, "loops", c.Loops, "event loops (OS threads) of -engine loop; 0: one per GOMAXPROCS")
@@ -185,6 +190,8 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 		return nil, fmt.Errorf("-shutdown-delay %v, -drain-timeout %v: want durations >= 0", o.shutdownDelay, o.drain)
 	}
 	c.TLS.KTLS = origin.KTLSMode(ktlsMode)
+	c.InProgress = origin.InProgressMode(inProgress)
+	c.ETag = origin.ETagMode(etagMode)
 	var err error
 	if c.AccessLogFormat, err = accesslog.ParseFormat(accessFormat); err != nil {
 		return nil, fmt.Errorf("-access-log-format: %w", err)
@@ -215,6 +222,7 @@ func printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, `Usage:
   segorigin [flags]         serve the media root over HTTP/1.1 (and HTTPS)
   segorigin sign [flags]    mint a signed-URL token (segorigin sign -h)
+  segorigin etag DIR        store the content ETag of every file under DIR (for -etag content)
 
 Every flag may also be set by an environment variable: SEGORIGIN_<FLAG>,
 upper case with '-' as '_' (SEGORIGIN_LISTEN=0.0.0.0:80,

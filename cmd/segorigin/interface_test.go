@@ -131,7 +131,7 @@ func TestVersion(t *testing.T) {
 func TestHTTPSOnly(t *testing.T) {
 	bin := testproc.Build(t, "./cmd/segorigin")
 	root := t.TempDir()
-	p := start(t, bin, "-listen", "", "-tls-listen", "127.0.0.1:0", "-tls-dev", "-root", root)
+	p := start(t, bin, "-listen", "", "-tls-listen", "127.0.0.1:0", "-tls-dev", "-root", root, "-settle", "0")
 	p.Addr("https")
 	p.Stop(t)
 	if strings.Contains(p.Logs(), "proto=http ") {

@@ -67,7 +67,7 @@ func TestShutdownDelay(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "index.m3u8"), []byte("#EXTM3U\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, bin, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-root", root, "-shutdown-delay", "3s")
+	p := start(t, bin, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-root", root, "-settle", "0", "-shutdown-delay", "3s")
 	file, readyz := "http://"+p.Addr("http")+"/index.m3u8", "http://"+p.Addr("admin")+"/readyz"
 	if code, _ := httpGet(t, readyz); code != 200 {
 		t.Fatalf("/readyz before SIGTERM: %d", code)
@@ -155,7 +155,7 @@ func TestReadyzMediaRoot(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "vod"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, bin, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-root", root, "-root-check-every", "50ms")
+	p := start(t, bin, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-root", root, "-settle", "0", "-root-check-every", "50ms")
 	admin := "http://" + p.Addr("admin")
 	readyz := func() (int, string) { return httpGet(t, admin+"/readyz") }
 	if code, _ := readyz(); code != 200 {
@@ -200,7 +200,7 @@ func TestReadyzMediaRoot(t *testing.T) {
 	}
 	if os.Geteuid() != 0 { // root reads any directory: only a user can test permissions
 		t.Run("unreadable", func(t *testing.T) {
-			p := start(t, bin, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-root", root)
+			p := start(t, bin, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-root", root, "-settle", "0")
 			if err := os.Chmod(root, 0); err != nil {
 				t.Fatal(err)
 			}

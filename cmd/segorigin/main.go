@@ -27,6 +27,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "sign" {
 		os.Exit(exitCode("segorigin sign", runSign(os.Args[2:], os.Stdout)))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "etag" {
+		os.Exit(exitCode("segorigin etag", runETag(os.Args[2:], os.Stdout)))
+	}
 	os.Exit(exitCode("segorigin", run(os.Args[1:], os.Stdout, os.Stderr)))
 }
 

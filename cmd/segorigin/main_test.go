@@ -22,6 +22,9 @@ import (
 
 // start runs argv (the binary, possibly under strace or sh) and waits for
 // its listening line.
+//
+// Tests that serve files they wrote a moment before pass -settle 0: the
+// files are complete, and the settle rule would hold them back.
 func start(t *testing.T, argv ...string) *testproc.Proc {
 	t.Helper()
 	return testproc.Start(t, exec.Command(argv[0], argv[1:]...))
@@ -92,7 +95,7 @@ func TestSyscallsPerRequest(t *testing.T) {
 	const few, many = 10, 210
 	run := func(n int, extra ...string) map[string]int {
 		out := filepath.Join(t.TempDir(), "strace.txt")
-		argv := append([]string{"strace", "-f", "-qq", "-c", "-o", out, bin, "-listen", "127.0.0.1:0", "-root", root}, extra...)
+		argv := append([]string{"strace", "-f", "-qq", "-c", "-o", out, bin, "-listen", "127.0.0.1:0", "-root", root, "-settle", "0"}, extra...)
 		p := start(t, argv...)
 		keepAliveGets(t, p.Addr("http"), "/seg.m4s", n)
 		p.Stop(t)
@@ -166,13 +169,13 @@ func TestSyscallsPerSmallResponse(t *testing.T) {
 	type request = smallRequest
 	run := func(n int, engine string, r request) map[string]int {
 		out := filepath.Join(t.TempDir(), "strace.txt")
-		p := start(t, "strace", "-f", "-qq", "-c", "-o", out, bin, "-listen", "127.0.0.1:0", "-root", root, "-engine", engine)
+		p := start(t, "strace", "-f", "-qq", "-c", "-o", out, bin, "-listen", "127.0.0.1:0", "-root", root, "-settle", "0", "-engine", engine)
 		keepAliveRequests(t, p.Addr("http"), r.method, r.target, r.status, n, r.headers...)
 		p.Stop(t)
 		return straceCounts(t, out)
 	}
 	etag := func() string {
-		p := start(t, bin, "-listen", "127.0.0.1:0", "-root", root)
+		p := start(t, bin, "-listen", "127.0.0.1:0", "-root", root, "-settle", "0")
 		defer p.Stop(t)
 		resp, err := http.Get("http://" + p.Addr("http") + "/p.m3u8")
 		if err != nil {
@@ -285,7 +288,7 @@ func TestEMFILE(t *testing.T) {
 	// previous request's cached fd and succeeds (graceful, and covered by
 	// cache/emfile_test.go), so whether a 503 shows would depend on timing.
 	// Without one, every open needs a free descriptor.
-	p := start(t, "sh", "-c", "ulimit -n 40 && exec "+bin+" -listen 127.0.0.1:0 -root "+root+" -cache-files 0 -watch=false")
+	p := start(t, "sh", "-c", "ulimit -n 40 && exec "+bin+" -listen 127.0.0.1:0 -root "+root+" -settle 0 -cache-files 0 -watch=false")
 	a, err := net.Dial("tcp", p.Addr("http"))
 	if err != nil {
 		t.Fatal(err)
@@ -376,7 +379,7 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	if err := synth.WriteFile(filepath.Join(root, "big.mp4"), "big.mp4", size); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, bin, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-root", root, "-drain-timeout", "20s")
+	p := start(t, bin, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-root", root, "-settle", "0", "-drain-timeout", "20s")
 	readyz := "http://" + p.Addr("admin") + "/readyz"
 	if code, _ := httpGet(t, readyz); code != 200 {
 		t.Fatalf("/readyz before SIGTERM: %d, want 200", code)
@@ -443,7 +446,7 @@ func TestSIGHUPRotatesKeys(t *testing.T) {
 	if err := os.WriteFile(keys, []byte("# rotation test\n"+k1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := start(t, bin, "-listen", "127.0.0.1:0", "-root", root, "-auth-key-file", keys)
+	p := start(t, bin, "-listen", "127.0.0.1:0", "-root", root, "-settle", "0", "-auth-key-file", keys)
 	newKeys := filepath.Join(t.TempDir(), "new.txt")
 	os.WriteFile(newKeys, []byte(k2), 0o600)
 	out, err := exec.Command(bin, "sign", "-key-file", newKeys, "-scope", "/vod/t1/", "-ttl", "10m").Output()

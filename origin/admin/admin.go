@@ -39,6 +39,10 @@ type descs struct {
 	conns            *prometheus.Desc
 	acceptEmfile     *prometheus.Desc
 	connsRefused     *prometheus.Desc
+	inProgress       *prometheus.Desc
+	contentEvents    *prometheus.Desc
+	contentBytes     *prometheus.Desc
+	contentSeconds   *prometheus.Desc
 	proxy            *prometheus.Desc
 	bodyResp         *prometheus.Desc
 	bodyBytes        *prometheus.Desc
@@ -134,6 +138,10 @@ func newDescs() *descs {
 	d.watchDegr = d.add("watcher_degraded", "1 while the watch set is incomplete and the cache revalidates by stat.")
 	d.badPaths = d.add("bad_paths_total", "Request paths refused with 400 (bad escape, control byte, climbing above the root).")
 	d.logSuppr = d.add("log_suppressed_total", "Log lines held back by rate limiting, by kind (their events are still counted by their own metrics).", "kind")
+	d.inProgress = d.add("in_progress_total", "Requests for a file still being written (-settle): answered 503, or with -in-progress uncached its bytes with no-store.")
+	d.contentEvents = d.add("content_etag_total", "Content validators (-etag content): hashed, attr_loaded (read from the extended attribute), attr_unwritable (kept in memory only), attr_read_error, changed (file written while hashed), read_error, refused (503: not known by -cold-deadline).", "event")
+	d.contentBytes = d.add("content_hash_bytes_total", "Bytes hashed for content validators.")
+	d.contentSeconds = d.add("content_hash_seconds_total", "Time spent hashing for content validators.")
 	d.accessErrs = d.add("access_log_errors_total", "Access log lines the log writer refused.")
 	d.cmcdReq = d.add("cmcd_requests_total", "GET and HEAD requests carrying CMCD (CTA-5004), by object type (ot) and streaming format (sf); none when not given.", "object_type", "streaming_format")
 	d.cmcdStarve = d.add("cmcd_buffer_starvation_total", "Requests whose CMCD says the player's buffer ran dry since its previous request (bs).")
@@ -190,6 +198,16 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	counter(d.headerLarge, st.HeaderTooLarge)
 	counter(d.multipart, st.Multipart)
 	counter(d.rangesIgnore, st.RangesIgnored)
+	counter(d.inProgress, st.InProgress)
+	ct := st.Content
+	for event, v := range map[string]int64{
+		"hashed": ct.Hashed, "attr_loaded": ct.FromAttr, "attr_unwritable": ct.AttrFailed, "attr_read_error": ct.AttrReadErr,
+		"changed": ct.Changed, "read_error": ct.ReadErrors, "refused": ct.Refused,
+	} {
+		counter(d.contentEvents, v, event)
+	}
+	counter(d.contentBytes, ct.HashBytes)
+	ch <- prometheus.MustNewConstMetric(d.contentSeconds, prometheus.CounterValue, float64(ct.HashNanos)/1e9)
 	gauge(d.conns, float64(st.ConnsOpen))
 	counter(d.connsRefused, st.ConnsRefused)
 	for outcome, v := range map[string]int64{

@@ -136,7 +136,7 @@ func (e *env) startServer(name, host, mode string, wt time.Duration, extraEnv []
 	}
 	s.cmd = exec.Command(e.server,
 		"-listen", host+":0", "-tls-listen", host+":0", "-admin-listen", host+":0", "-tls-dev",
-		"-root", mediaDir, "-ktls", mode, "-inline-max", strconv.Itoa(inlineMax),
+		"-root", mediaDir, "-settle", "0", "-ktls", mode, "-inline-max", strconv.Itoa(inlineMax),
 		"-log-format", "json", "-access-log", "-", "-access-log-format", "json",
 		"-write-timeout", wt.String(), "-drain-timeout", drainTimeout.String())
 	s.cmd.Env = append(os.Environ(), extraEnv...)

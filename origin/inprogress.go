@@ -1,0 +1,110 @@
+package origin
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/cache"
+	"segorigin/origin/publish"
+)
+
+// errInProgress: the file is still being written (publish.Rule). Answered
+// 503 with Retry-After and Cache-Control: no-store.
+var errInProgress = errors.New("origin: file still being written")
+
+// valNoStore is the Cache-Control of every answer about a file in
+// progress, whatever -cache-control-server-error says: a cache must keep
+// neither a refusal nor a part of the file.
+var valNoStore = []byte("no-store")
+
+// maxLoggedInProgress bounds the names inProgressLog remembers having
+// logged; past it the set starts over (a name may then be logged again).
+const maxLoggedInProgress = 4096
+
+// inProgressLog logs a file in progress once per file, and no more than
+// one line per interval across files.
+type inProgressLog struct {
+	limit rateLimitedLog
+	mu    sync.Mutex          // protects seen
+	seen  map[string]struct{} // names logged since the set last started over
+}
+
+// first reports whether name has not been logged yet (and marks it).
+func (l *inProgressLog) first(name string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.seen[name]; ok {
+		return false
+	}
+	if l.seen == nil || len(l.seen) >= maxLoggedInProgress {
+		l.seen = make(map[string]struct{})
+	}
+	l.seen[name] = struct{}{}
+	return true
+}
+
+// forget lets name be logged again (it settled, or changed again).
+func (l *inProgressLog) forget(name string) {
+	l.mu.Lock()
+	delete(l.seen, name)
+	l.mu.Unlock()
+}
+
+// noteWrite is the watcher's OnWrite: the file at name was just written.
+//
+// The end of a write is judged by time, not by inotify's IN_CLOSE_WRITE:
+// fsnotify keeps that event unexported (xUnportableCloseWrite), and a
+// second inotify instance beside it (golang.org/x/sys/unix) would have
+// to mirror every directory watch for one case only: a writer that stops
+// for longer than -settle in the middle of a file and then goes on.
+// Packagers, cp, rsync and scp write without such pauses, and a close is
+// no proof of completeness either (a writer may reopen to append).
+func (s *Server) noteWrite(name string) {
+	s.writes.Note(name, s.cfg.Now().UnixNano(), s.cfg.Settle)
+	s.inProgressLog.forget(name)
+}
+
+// inProgress reports whether h, the file at name of kind k, last changed
+// at changed (its ctime, or the one its content validator was computed
+// at when storing the validator moved ctime), may still be being written. It makes no system call: h's dates are the fstat of its
+// open, and every write since has ended the cache entry (the watcher) or
+// will (revalidation); an entry found in progress is unlisted at once
+// (checkInProgress), so no entry opened mid-write is judged by old dates
+// later.
+func (s *Server) inProgress(name string, k kind, h *cache.Handle, changed int64) bool {
+	now := s.cfg.Now().UnixNano()
+	f := publish.File{
+		Size:    h.Size,
+		ModTime: h.ModTime.UnixNano(),
+		Ctime:   changed,
+		Segment: k == kindSegment,
+	}
+	return s.publish.InProgress(f, s.writes.Seen(name, now, s.cfg.Settle), now)
+}
+
+// checkInProgress applies the settle rule to a request for h. done true:
+// ctx holds the answer (503) and h is released. Otherwise uncached says
+// the file is in progress and its bytes go out with no-store.
+func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, changed int64) (done, uncached bool) {
+	if !s.inProgress(name, k, h, changed) {
+		return false, false
+	}
+	s.stats.InProgress.Add(1)
+	// Reopened by the next request, so that the settled file is judged by
+	// its final dates and served at its final size.
+	s.cache.Invalidate(name)
+	if s.inProgressLog.first(h.Name) && s.inProgressLog.limit.Allow() {
+		s.log.Info("file still being written: not published until it settles",
+			"path", s.loggable(h.Name), "size", h.Size, "settle", s.cfg.Settle, "answer", string(s.cfg.InProgress),
+			"suppressed", s.inProgressLog.limit.Suppressed())
+	}
+	if s.cfg.InProgress == InProgressUncached {
+		return false, true
+	}
+	h.Release()
+	s.fail(ctx, errInProgress)
+	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
+	return true, false
+}
