@@ -20,7 +20,8 @@ type AuthConfig struct {
 	// Keys verifies EdgeAuth-shape tokens (the default scheme). nil with
 	// SecureLinkSecret empty: authorization off.
 	Keys *token.Keyring
-	// Skew is the clock skew allowed on st= and exp= (default 30s).
+	// Skew is the clock skew allowed on st= and exp= (DefaultConfig:
+	// token.DefaultSkew); 0 allows none.
 	Skew time.Duration
 	// PathPrefix is the path carrier: /<prefix>/<token segment>/<path>
 	// ("t" gives /t/<segment>/vod/title42/master.m3u8). Empty disables it.
@@ -35,13 +36,13 @@ type AuthConfig struct {
 	// whole path segments: "/public" (or "/public/") covers /public and
 	// everything under /public/, never /publicity.txt.
 	Public []string
-	// MissingStatus answers a request with no token at all: 401 (default,
-	// with WWW-Authenticate) or 403.
+	// MissingStatus answers a request with no token at all: 401 (with
+	// WWW-Authenticate; DefaultConfig's) or 403.
 	MissingStatus int
 
 	// SecureLinkSecret selects the nginx secure_link scheme instead (for
 	// migrations): ?md5=<hash>&expires=<unix> in the query, checked with
-	// SecureLinkExpression (default "$expires$uri$remote_addr $secret").
+	// SecureLinkExpression (DefaultConfig: "$expires$uri$remote_addr $secret").
 	SecureLinkSecret     string
 	SecureLinkExpression string
 }
@@ -63,9 +64,6 @@ var errNoToken = errors.New("origin: no token")
 
 func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*authorizer, error) {
 	a := &authorizer{cfg: cfg, stats: stats}
-	if cfg.MissingStatus == 0 {
-		a.cfg.MissingStatus = fasthttp.StatusUnauthorized
-	}
 	if s := a.cfg.MissingStatus; s != fasthttp.StatusUnauthorized && s != fasthttp.StatusForbidden {
 		return nil, fmt.Errorf("auth missing status: %d, want 401 or 403", s)
 	}
@@ -86,11 +84,7 @@ func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*
 	var err error
 	switch {
 	case cfg.SecureLinkSecret != "":
-		expr := cfg.SecureLinkExpression
-		if expr == "" {
-			expr = "$expires$uri$remote_addr $secret"
-		}
-		a.link, err = token.NewSecureLink(cfg.SecureLinkSecret, expr)
+		a.link, err = token.NewSecureLink(cfg.SecureLinkSecret, cfg.SecureLinkExpression)
 	case cfg.Keys != nil:
 		a.verifier, err = token.NewVerifier(token.VerifierConfig{Keys: cfg.Keys, Skew: cfg.Skew})
 	}

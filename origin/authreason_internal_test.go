@@ -10,7 +10,7 @@ import (
 )
 
 func TestAuthReasonOf(t *testing.T) {
-	v, err := token.NewVerifier(token.VerifierConfig{Keys: mustKeyring(t)})
+	v, err := token.NewVerifier(token.VerifierConfig{Keys: mustKeyring(t), Skew: token.DefaultSkew})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"segorigin/origin/accesslog"
+	"segorigin/origin/token"
 )
 
 // Config is everything the server needs. Field comments are the operator's
@@ -67,6 +68,10 @@ type Config struct {
 	// HeaderRule); names the server sets itself are refused.
 	Headers []HeaderRule
 
+	// Types adds to or overrides the built-in media types by extension
+	// (see MediaTypeRule); a later rule for the same extension wins.
+	Types []MediaTypeRule
+
 	// MaxRanges caps the ranges of one request after coalescing; a request
 	// with more is answered 200 with the whole file (RFC 9110 §14.2 lets a
 	// server ignore Range).
@@ -83,18 +88,20 @@ type Config struct {
 	// InlineBudget bounds the bytes of inlined files held at once; a file
 	// past it is served by sendfile instead.
 	InlineBudget int64
-	// NegativeTTL is how long a missing file is remembered.
+	// NegativeTTL is how long a missing file is remembered; 0 remembers
+	// none (every request for a missing name looks again).
 	NegativeTTL time.Duration
 	// NegativeCacheBytes bounds the memory of remembered missing names
 	// (their bytes plus a fixed overhead each): clients choose the names,
-	// up to MaxHeaderBytes long. 0 means 1 MiB.
+	// up to MaxHeaderBytes long. 0 remembers none.
 	NegativeCacheBytes int64
 	// Watch enables fsnotify invalidation of the file cache. Without it,
 	// cached entries are revalidated by stat every RevalidateEvery.
 	Watch bool
 	// RevalidateEvery is how stale a cached entry may get before it is
 	// checked against the file system by stat, when Watch is off or the
-	// watcher has lost events.
+	// watcher has lost events. Must be > 0: nothing else would notice a
+	// changed file then.
 	RevalidateEvery time.Duration
 
 	// RootCheckEvery is how often the server checks that the media root is
@@ -183,8 +190,8 @@ type Config struct {
 	Logger *slog.Logger
 	// AccessLog receives one line per response, with one Write each, when
 	// set (nil: off), in AccessLogFormat (combined, the zero value, or
-	// JSON); AccessLogSample logs one response in that many (0 or 1:
-	// all). Tokens in paths, queries and the Referer are redacted.
+	// JSON); AccessLogSample logs one response in that many (1: all; at
+	// least 1). Tokens in paths, queries and the Referer are redacted.
 	AccessLog       io.Writer
 	AccessLogFormat accesslog.Format
 	AccessLogSample int
@@ -208,7 +215,23 @@ type BuildInfo struct {
 // docs/benchmarks.md, "Why -inline-max is 16 KiB").
 const defaultInlineMax = 16 << 10
 
-// DefaultConfig returns the defaults documented in docs/configuration.md.
+// defaultColdReaders is -cold-readers' default.
+const defaultColdReaders = 32
+
+// ReadAheadReadersFor is how many of coldReaders read ahead when
+// -readahead-readers is not given: a quarter (at most 8), and one when
+// there are two or three, always leaving most for waiting requests; none
+// without cold readers, since read-ahead runs on them.
+func ReadAheadReadersFor(coldReaders int) int {
+	r := coldReaders / 4
+	if r == 0 && coldReaders >= 2 {
+		r = 1
+	}
+	return min(r, 8)
+}
+
+// DefaultConfig returns the defaults documented in docs/configuration.md:
+// the one place they are set (cmd/segorigin's flags show these values).
 func DefaultConfig() Config {
 	return Config{
 		Root:                 "fixtures/media",
@@ -235,6 +258,7 @@ func DefaultConfig() Config {
 		InlineMax:               defaultInlineMax,
 		InlineBudget:            64 << 20,
 		NegativeTTL:             time.Second,
+		NegativeCacheBytes:      1 << 20,
 		Watch:                   true,
 		RevalidateEvery:         2 * time.Second,
 		RootCheckEvery:          5 * time.Second,
@@ -243,22 +267,26 @@ func DefaultConfig() Config {
 		IdleTimeout:             75 * time.Second,
 		MaxHeaderBytes:          8192,
 		Engine:                  defaultEngine,
-		ColdReaders:             32,
+		ColdReaders:             defaultColdReaders,
 		ColdQueue:               1024,
 		ColdDeadline:            5 * time.Second,
 		ReadAhead: ReadAheadConfig{
-			Readers: 8, Queue: 256, MaxBytes: 8 << 20,
+			Readers: ReadAheadReadersFor(defaultColdReaders), Queue: 256, MaxBytes: 8 << 20,
 			Playlist: true, ByteRange: true, Template: true, Sidx: true, CMCD: true,
 		},
-		ClientIPHeader: ClientIPHeaderXFF,
-		ServerName:     "segorigin",
-		TLS:            TLSConfig{KTLS: KTLSAuto, ReloadEvery: 5 * time.Second},
+		AccessLogSample: 1,
+		ClientIPHeader:  ClientIPHeaderXFF,
+		ServerName:      "segorigin",
+		TLS:             TLSConfig{KTLS: KTLSAuto, ReloadEvery: 5 * time.Second},
 		Auth: AuthConfig{
 			PathPrefix:    "t",
 			QueryParam:    "token",
 			Cookie:        "segorigin_token",
 			Bearer:        true,
 			MissingStatus: 401,
+			Skew:          token.DefaultSkew,
+			// nginx's secure_link_md5 as its documentation writes it.
+			SecureLinkExpression: "$expires$uri$remote_addr $secret",
 		},
 	}
 }
@@ -278,9 +306,6 @@ func (c *Config) validate() error {
 	}
 	if c.CacheFiles < 0 {
 		errs = append(errs, fmt.Errorf("cache-files: %d, want >= 0", c.CacheFiles))
-	}
-	if c.NegativeCacheBytes < 0 {
-		errs = append(errs, fmt.Errorf("negative-cache-bytes: %d, want >= 0", c.NegativeCacheBytes))
 	}
 	if c.InlineMax < 0 || c.InlineBudget < 0 {
 		errs = append(errs, fmt.Errorf("inline-max %d, inline-budget %d: want >= 0", c.InlineMax, c.InlineBudget))
@@ -314,14 +339,27 @@ func (c *Config) validate() error {
 	if c.ColdReaders > 0 && (c.ColdQueue < 0 || c.ColdDeadline < time.Millisecond) {
 		errs = append(errs, fmt.Errorf("cold-queue %d, cold-deadline %v: want >= 0 and >= 1ms", c.ColdQueue, c.ColdDeadline))
 	}
+	if c.RevalidateEvery == 0 {
+		errs = append(errs, errors.New("revalidate-every: 0s, want > 0 (how often cached files are checked by stat while -watch is off or the watcher lost events; 0 would never check)"))
+	}
+	if c.NegativeCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("negative-cache-bytes: %d, want >= 0 (0 remembers no missing names)", c.NegativeCacheBytes))
+	}
+	if c.AccessLogSample < 1 {
+		errs = append(errs, fmt.Errorf("access-log-sample: %d, want >= 1 (log one response in N; 1 logs all)", c.AccessLogSample))
+	}
+	if c.Auth.Skew < 0 {
+		errs = append(errs, fmt.Errorf("auth-skew: %v, want >= 0 (0 allows no skew)", c.Auth.Skew))
+	}
 	if ra := c.ReadAhead; ra.Readers > 0 {
 		switch {
 		case c.ColdReaders == 0:
-			// Read-ahead runs on the cold readers: off with them.
-			c.ReadAhead.Readers = 0
+			// Read-ahead runs on the cold readers: it cannot be on
+			// without them.
+			errs = append(errs, fmt.Errorf("readahead-readers: %d with cold-readers 0: read-ahead runs on the cold readers; want readahead-readers 0, or cold-readers > %d", ra.Readers, ra.Readers))
 		case ra.Readers >= c.ColdReaders:
 			// At least one reader must be left for waiting requests.
-			errs = append(errs, fmt.Errorf("readahead-readers: %d, want < cold-readers (%d)", ra.Readers, c.ColdReaders))
+			errs = append(errs, fmt.Errorf("readahead-readers: %d, want < cold-readers (%d): one reader at least stays for waiting requests", ra.Readers, c.ColdReaders))
 		case ra.Queue < 1 || ra.MaxBytes < 1:
 			errs = append(errs, fmt.Errorf("readahead-queue %d, readahead-max-bytes %d: want >= 1", ra.Queue, ra.MaxBytes))
 		}
@@ -333,6 +371,11 @@ func (c *Config) validate() error {
 		errs = append(errs, err)
 	}
 	for _, r := range c.Headers {
+		if err := r.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, r := range c.Types {
 		if err := r.validate(); err != nil {
 			errs = append(errs, err)
 		}

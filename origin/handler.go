@@ -233,7 +233,7 @@ func isKnownMethod(m []byte) bool {
 func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, rh *reqHeaders, g grant) {
 	v := validators{etag: h.ETag}
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
-	mt := lookupType(h.Name)
+	mt := s.lookupType(h.Name)
 	p.kind = mt.kind
 	switch evaluatePreconditions(rh, v) {
 	case notModified:

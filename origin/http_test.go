@@ -70,16 +70,76 @@ func testContentTypeAndCacheControl(t *testing.T, mode serverMode) {
 		{"v/noext", "application/octet-stream", "public, max-age=300"},
 	}
 	for _, tt := range tests {
-		writeFile(t, ts.root, tt.file, "x")
-		r := ts.get("/" + tt.file)
-		mustStatus(t, r, 200, tt.file)
-		mustHeader(t, r, "Content-Type", tt.ctype, tt.file)
-		mustHeader(t, r, "Cache-Control", tt.cc, tt.file)
+		r := getTyped(t, ts, tt.file, tt.ctype, tt.cc)
 		mustHeader(t, r, "Accept-Ranges", "bytes", tt.file)
 		if r.header("Date") == "" || r.header("Last-Modified") == "" || r.header("ETag") == "" {
 			t.Errorf("%s: Date %q, Last-Modified %q, ETag %q: want all set", tt.file, r.header("Date"), r.header("Last-Modified"), r.header("ETag"))
 		}
 	}
+}
+
+// TestMediaTypes: the built-in table covers CMAF and subtitle tracks and
+// what else a VOD origin holds; Config.Types (-mime) adds extensions,
+// overrides built-in ones, and its kind picks the Cache-Control class.
+func TestMediaTypes(t *testing.T) { everyMode(t, testMediaTypes) }
+
+func testMediaTypes(t *testing.T, mode serverMode) {
+	const playlist, segment, other = "public, max-age=10", "public, max-age=31536000, immutable", "public, max-age=300"
+	rules := []string{
+		".abc=application/x-abc:segment",              // new, with a kind
+		".idx=application/x-index",                    // new, no kind: other
+		".vtt=text/vtt; charset=utf-8:playlist",       // built in, kind changed
+		".key=application/vnd.example.key",            // built in, type changed, kind kept
+		".JSON=application/vnd.example+json:playlist", // any case
+		".abc=application/x-abc2:segment",             // a later rule wins
+	}
+	ts := mode.start(t, "", func(c *origin.Config) {
+		for _, r := range rules {
+			mr, err := origin.ParseMediaTypeRule(r)
+			if err != nil {
+				t.Fatalf("ParseMediaTypeRule(%q): %v", r, err)
+			}
+			c.Types = append(c.Types, mr)
+		}
+	})
+	tests := []struct{ file, ctype, cc string }{
+		{"v/a.cmfv", "video/mp4", segment},
+		{"v/a.cmfa", "audio/mp4", segment},
+		{"v/a.cmft", "application/mp4", segment},
+		{"v/a.cmfm", "application/mp4", segment},
+		{"v/a.webvtt", "text/vtt; charset=utf-8", segment},
+		{"v/a.ttml", "application/ttml+xml", segment},
+		{"v/a.dfxp", "application/ttml+xml", segment},
+		{"v/a.srt", "application/x-subrip", segment},
+		{"v/a.mkv", "video/x-matroska", segment},
+		{"v/a.ec3", "audio/eac3", segment},
+		{"v/a.xml", "application/xml", other},
+		{"v/a.abc", "application/x-abc2", segment},
+		{"v/a.idx", "application/x-index", other},
+		{"v/a.vtt", "text/vtt; charset=utf-8", playlist},
+		{"v/a.key", "application/vnd.example.key", other},
+		{"v/a.json", "application/vnd.example+json", playlist},
+	}
+	for _, tt := range tests {
+		getTyped(t, ts, tt.file, tt.ctype, tt.cc)
+	}
+	for _, bad := range []string{"cmfv=video/mp4", ".=video/mp4", ".a.b=video/mp4", ".x=video", ".x=video/mp4:forever", ".x"} {
+		if r, err := origin.ParseMediaTypeRule(bad); err == nil {
+			t.Errorf("ParseMediaTypeRule(%q) = %+v, want an error", bad, r)
+		}
+	}
+}
+
+// getTyped writes file and checks a GET of it is 200 with Content-Type
+// ctype and Cache-Control cc.
+func getTyped(t *testing.T, ts *testServer, file, ctype, cc string) *response {
+	t.Helper()
+	writeFile(t, ts.root, file, "x")
+	r := ts.get("/" + file)
+	mustStatus(t, r, 200, file)
+	mustHeader(t, r, "Content-Type", ctype, file)
+	mustHeader(t, r, "Cache-Control", cc, file)
+	return r
 }
 
 func TestCORS(t *testing.T) { everyMode(t, testCORS) }

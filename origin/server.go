@@ -69,6 +69,7 @@ type Server struct {
 	cacheControl [3][]byte                 // Cache-Control value by kind, from cfg
 	errorCC      errorCacheControl         // Cache-Control of error responses by status, from cfg
 	extraHeaders [kindError + 1][]headerKV // operator headers by kind, kindError for errors
+	types        map[string]mediaType      // Content-Type and kind by extension: built in, then cfg.Types
 
 	latency    *prometheus.HistogramVec
 	latencyBy  [3]prometheus.Observer // latency's children by kind, resolved once
@@ -101,7 +102,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
 	}
 	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, root: root, realRoot: realRoot, cors: newCORSPolicy(cfg),
-		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers)}
+		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers),
+		types: mediaTypeTable(cfg.Types)}
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
@@ -117,7 +119,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.latencyErr = s.latency.WithLabelValues(errorKindLabel)
 	if cfg.AccessLog != nil {
-		s.access.w, s.access.format, s.access.sample = cfg.AccessLog, cfg.AccessLogFormat, uint64(max(cfg.AccessLogSample, 1))
+		s.access.w, s.access.format, s.access.sample = cfg.AccessLog, cfg.AccessLogFormat, uint64(cfg.AccessLogSample)
 	}
 
 	// The gate's hook reaches s.cache only at accept, after New.
@@ -159,7 +161,9 @@ func New(cfg Config) (*Server, error) {
 		root.Close()
 		return nil, fmt.Errorf("origin: %w", err)
 	}
-	if s.cold != nil {
+	if s.cold == nil {
+		s.log.Warn("cold readers off (cold-readers 0): a send of bytes not in the page cache blocks its thread on storage, nothing is read ahead, and opens are not bounded")
+	} else {
 		s.opens = make(chan struct{}, cfg.ColdReaders)
 		if cfg.ReadAhead.Readers > 0 {
 			if s.ra, err = newReadAhead(s); err != nil {
@@ -172,9 +176,13 @@ func New(cfg Config) (*Server, error) {
 	if !cfg.Watch {
 		revalidate = cfg.RevalidateEvery
 	}
+	negTTL := cfg.NegativeTTL
+	if negTTL == 0 || cfg.NegativeCacheBytes == 0 {
+		negTTL = -1 // the cache's "no negative entries"
+	}
 	s.cache, err = cache.New(cache.Config{
 		MaxFiles:      cfg.CacheFiles,
-		NegativeTTL:   cfg.NegativeTTL,
+		NegativeTTL:   negTTL,
 		NegativeBytes: cfg.NegativeCacheBytes,
 		Revalidate:    revalidate,
 		InlineMax:     cfg.InlineMax,

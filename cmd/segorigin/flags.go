@@ -96,14 +96,15 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.StringVar(&c.CacheControlClientError, "cache-control-client-error", c.CacheControlClientError, "Cache-Control of any other 4xx (400, 405, 408, 412, 431)")
 	fs.StringVar(&c.CacheControlServerError, "cache-control-server-error", c.CacheControlServerError, "Cache-Control of 5xx")
 	fs.Var((*headerRules)(&c.Headers), "header", "operator response header `kind:Name: value`, kind one of playlist, segment, other, error, all (repeatable; in SEGORIGIN_HEADER one a line)")
+	fs.Var((*typeRules)(&c.Types), "mime", "media type of an extension `.ext=type[:kind]`, kind playlist, segment or other (its Cache-Control); adds to or overrides the built-in table (repeatable; in SEGORIGIN_MIME one a line)")
 	fs.IntVar(&c.MaxRanges, "max-ranges", c.MaxRanges, "most ranges answered in one request (after coalescing); more gets the whole file")
 	fs.IntVar(&c.CacheFiles, "cache-files", c.CacheFiles, "open files kept in the cache; 0 disables it")
 	fs.Int64Var(&c.InlineMax, "inline-max", c.InlineMax, "files of at most this many bytes are kept in memory with their cache entry and sent with the header in one send; 0 disables")
 	fs.Int64Var(&c.InlineBudget, "inline-budget", c.InlineBudget, "most bytes of inlined files held at once; a file past it is sent by sendfile")
-	fs.DurationVar(&c.NegativeTTL, "negative-ttl", c.NegativeTTL, "how long a missing file is remembered")
-	fs.Int64Var(&c.NegativeCacheBytes, "negative-cache-bytes", 1<<20, "memory budget of remembered missing names (name bytes plus 256 each)")
+	fs.DurationVar(&c.NegativeTTL, "negative-ttl", c.NegativeTTL, "how long a missing file is remembered (0: not at all)")
+	fs.Int64Var(&c.NegativeCacheBytes, "negative-cache-bytes", c.NegativeCacheBytes, "memory budget of remembered missing names (name bytes plus 256 each; 0: none remembered)")
 	fs.BoolVar(&c.Watch, "watch", c.Watch, "invalidate the file cache on file system events (fsnotify)")
-	fs.DurationVar(&c.RevalidateEvery, "revalidate-every", c.RevalidateEvery, "stat cached files this often when -watch=false or the watcher lost events")
+	fs.DurationVar(&c.RevalidateEvery, "revalidate-every", c.RevalidateEvery, "stat cached files this often when -watch=false or the watcher lost events (> 0)")
 	fs.DurationVar(&c.RootCheckEvery, "root-check-every", c.RootCheckEvery, "check this often that the media root is still there and readable (logged, counted, /readyz 503 when not); 0: on /readyz probes only")
 	fs.StringVar((*string)(&c.Engine), "engine", string(c.Engine), "what serves plain HTTP: loop (event loops, Linux) or fasthttp (a goroutine per connection); HTTPS is always fasthttp")
 	fs.IntVar(&c.Loops, "loops", c.Loops, "event loops (OS threads) of -engine loop; 0: one per GOMAXPROCS")
@@ -117,11 +118,11 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.StringVar(&trusted, "trusted-proxies", "", "comma-separated CIDR prefixes (or addresses) of the proxies in front: only they may name the client, by -client-ip-header or a PROXY header")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", c.ClientIPHeader, "header trusted proxies name the client in: X-Forwarded-For, Forwarded (RFC 7239) or none")
 	fs.StringVar(&c.ProxyProtocol, "proxy-protocol", "off", "PROXY protocol v1/v2 header from trusted proxies: off, optional, required (refused from any other peer)")
-	fs.IntVar(&c.ColdReaders, "cold-readers", c.ColdReaders, "goroutines that read bytes not in the page cache before they are sent, so sendfile never waits for storage (0: off, sendfile may block a thread)")
+	fs.IntVar(&c.ColdReaders, "cold-readers", c.ColdReaders, "goroutines that read bytes not in the page cache before they are sent, so sendfile never waits for storage (0: off, and with it read-ahead and the bound on opens; sendfile may block a thread)")
 	fs.IntVar(&c.ColdQueue, "cold-queue", c.ColdQueue, "requests that may wait for a cold reader; beyond it 503 with Retry-After")
 	fs.DurationVar(&c.ColdDeadline, "cold-deadline", c.ColdDeadline, "longest wait for a cold reader, a turn to open a file, or another request's open of it; past it 503 with Retry-After")
 	ra := &c.ReadAhead
-	fs.IntVar(&ra.Readers, "readahead-readers", ra.Readers, "cold readers that may read ahead at once (0: no read-ahead; fewer than -cold-readers)")
+	fs.IntVar(&ra.Readers, "readahead-readers", ra.Readers, "cold readers that may read ahead at once, fewer than -cold-readers (0: no read-ahead; not given: a quarter of -cold-readers, at most 8)")
 	fs.IntVar(&ra.Queue, "readahead-queue", ra.Queue, "predictions waiting for a reader; more are dropped")
 	fs.Int64Var(&ra.MaxBytes, "readahead-max-bytes", ra.MaxBytes, "most bytes one prediction reads ahead")
 	fs.BoolVar(&ra.Playlist, "readahead-playlist", ra.Playlist, "read ahead the next segment of the HLS media playlist that lists the one served")
@@ -138,9 +139,9 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.BoolVar(&c.Auth.Bearer, "auth-bearer", c.Auth.Bearer, "accept Authorization: Bearer <token>")
 	fs.StringVar(&authPublic, "auth-public", "", "comma-separated path prefixes served without a token (whole segments: /public covers /public/..., not /publicity.txt)")
 	fs.IntVar(&c.Auth.MissingStatus, "auth-missing-status", c.Auth.MissingStatus, "status for a request with no token: 401 or 403")
-	fs.DurationVar(&c.Auth.Skew, "auth-skew", 30*time.Second, "clock skew allowed on token times")
+	fs.DurationVar(&c.Auth.Skew, "auth-skew", c.Auth.Skew, "clock skew allowed on token times (0: none)")
 	fs.StringVar(&o.secureLinkFile, "auth-securelink-secret-file", "", "use nginx secure_link tokens (?md5=&expires=) with the secret in this `file` instead")
-	fs.StringVar(&c.Auth.SecureLinkExpression, "auth-securelink-expression", "$expires$uri$remote_addr $secret", "secure_link_md5 expression ($expires, $uri, $remote_addr, $secret)")
+	fs.StringVar(&c.Auth.SecureLinkExpression, "auth-securelink-expression", c.Auth.SecureLinkExpression, "secure_link_md5 expression ($expires, $uri, $remote_addr, $secret)")
 	fs.DurationVar(&o.shutdownDelay, "shutdown-delay", 0, "on SIGTERM or SIGINT, keep serving this long with /readyz answering 503 (time for a load balancer to stop sending), then drain")
 	fs.DurationVar(&o.drain, "drain-timeout", 30*time.Second, "after the shutdown delay, how long responses in flight may take to finish once the listeners are closed")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "admin `address` for /metrics, /healthz, /readyz and, with -admin-pprof, /debug/pprof (off the public port; empty: none)")
@@ -148,7 +149,7 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.StringVar(&o.accessLog, "access-log", "", "access log: empty off, - for standard output, or a file `path` (reopened on SIGUSR1 and SIGHUP)")
 	accessFormat := "combined"
 	fs.StringVar(&accessFormat, "access-log-format", accessFormat, "access log format: combined (nginx/Apache, for GoAccess and log tools) or json (one object a line); independent of -log-format")
-	fs.IntVar(&c.AccessLogSample, "access-log-sample", 1, "log one response in N")
+	fs.IntVar(&c.AccessLogSample, "access-log-sample", c.AccessLogSample, "log one response in N (1: all)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&o.version, "version", false, "print the version, Go version and commit, and exit")
@@ -164,6 +165,12 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	}
 	if err := applyEnv(fs, environ); err != nil {
 		return nil, err
+	}
+	given := map[string]bool{} // set by the command line or SEGORIGIN_*
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["readahead-readers"] {
+		// Derived, so that -cold-readers alone never conflicts with it.
+		ra.Readers = origin.ReadAheadReadersFor(c.ColdReaders)
 	}
 	if o.version {
 		return o, nil
@@ -189,6 +196,9 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	c.CORSOrigins = splitList(cors)
 	c.CORSAllowHeaders = splitList(corsHeaders)
 	c.Auth.Public = splitList(authPublic)
+	if len(c.Auth.Public) > 0 && o.authKeyFile == "" && o.secureLinkFile == "" {
+		return nil, errors.New("-auth-public needs -auth-key-file or -auth-securelink-secret-file: without them no path needs a token, so there is nothing to exempt")
+	}
 	c.TrustedProxies = splitList(trusted)
 	if err := o.loadAuth(); err != nil {
 		return nil, err
@@ -284,20 +294,46 @@ func (h *headerRules) String() string {
 	return strings.Join(parts, "\n")
 }
 
-// Set adds one rule per line of v: a flag gives one, an environment
-// variable may give several.
 func (h *headerRules) Set(v string) error {
+	return appendLines((*[]origin.HeaderRule)(h), v, origin.ParseHeaderRule)
+}
+
+// appendLines adds one rule per line of v to dst, parsed by parse: a flag
+// gives one, an environment variable may give several.
+func appendLines[T any](dst *[]T, v string, parse func(string) (T, error)) error {
 	for line := range strings.SplitSeq(v, "\n") {
 		if line = strings.TrimSpace(line); line == "" {
 			continue
 		}
-		r, err := origin.ParseHeaderRule(line)
+		r, err := parse(line)
 		if err != nil {
 			return err
 		}
-		*h = append(*h, r)
+		*dst = append(*dst, r)
 	}
 	return nil
+}
+
+// typeRules is the repeatable -mime flag.
+type typeRules []origin.MediaTypeRule
+
+func (r *typeRules) String() string {
+	if r == nil {
+		return ""
+	}
+	var parts []string
+	for _, t := range *r {
+		s := "." + t.Ext + "=" + t.ContentType
+		if t.Kind != "" {
+			s += ":" + t.Kind
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (r *typeRules) Set(v string) error {
+	return appendLines((*[]origin.MediaTypeRule)(r), v, origin.ParseMediaTypeRule)
 }
 
 func splitList(s string) []string {

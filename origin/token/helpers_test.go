@@ -51,7 +51,7 @@ func testKeyring(t testing.TB, keys ...Key) *Keyring {
 
 func testVerifier(t testing.TB, keys ...Key) *Verifier {
 	t.Helper()
-	v, err := NewVerifier(VerifierConfig{Keys: testKeyring(t, keys...)})
+	v, err := NewVerifier(VerifierConfig{Keys: testKeyring(t, keys...), Skew: DefaultSkew})
 	if err != nil {
 		t.Fatalf("NewVerifier: %v", err)
 	}

@@ -79,7 +79,7 @@ func TestKeyringKey(t *testing.T) {
 		t.Errorf("Key(k9) found, want missing")
 	}
 	// A key file key signs tokens the verifier accepts.
-	v, err := NewVerifier(VerifierConfig{Keys: kr})
+	v, err := NewVerifier(VerifierConfig{Keys: kr, Skew: DefaultSkew})
 	if err != nil {
 		t.Fatal(err)
 	}

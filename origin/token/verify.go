@@ -15,7 +15,8 @@ import (
 // MaxTokenLen is the longest token accepted or produced, in bytes.
 const MaxTokenLen = 2048
 
-// DefaultSkew is the clock tolerance used when VerifierConfig.Skew is zero.
+// DefaultSkew is the clock tolerance a server allows by default
+// (segorigin's -auth-skew).
 const DefaultSkew = 30 * time.Second
 
 const (
@@ -30,7 +31,7 @@ type VerifierConfig struct {
 	// Keys holds the secrets tokens may be signed with. Required.
 	Keys *Keyring
 	// Skew is the clock tolerance: a token is expired when now > exp+Skew
-	// and early when now+Skew < st. Zero means DefaultSkew; negative is an
+	// and early when now+Skew < st. Zero allows none; negative is an
 	// error.
 	Skew time.Duration
 }
@@ -56,9 +57,6 @@ func NewVerifier(cfg VerifierConfig) (*Verifier, error) {
 	}
 	if cfg.Skew < 0 {
 		return nil, errors.New("token: negative skew")
-	}
-	if cfg.Skew == 0 {
-		cfg.Skew = DefaultSkew
 	}
 	v := &Verifier{keys: cfg.Keys, skew: cfg.Skew}
 	v.scratch.New = func() any { return new(scratch) }

@@ -292,7 +292,7 @@ func TestNewVerifier(t *testing.T) {
 		cfg  VerifierConfig
 		ok   bool
 	}{
-		{"default skew", VerifierConfig{Keys: kr}, true},
+		{"no skew", VerifierConfig{Keys: kr}, true},
 		{"explicit skew", VerifierConfig{Keys: kr, Skew: time.Second}, true},
 		{"no keys", VerifierConfig{}, false},
 		{"empty keyring", VerifierConfig{Keys: &Keyring{}}, false},
