@@ -29,6 +29,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSegment$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
 	$(GO) test -run='^$$' -fuzz='^FuzzRedactor$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
 	$(GO) test -run='^$$' -fuzz='^FuzzCleanPath$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
+	$(GO) test -run='^$$' -fuzz='^FuzzParseMediaTypeRule$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/percent
 	$(GO) test -run='^$$' -fuzz='^FuzzObsFold$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg
 	$(GO) test -run='^$$' -fuzz='^FuzzAsksClose$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg

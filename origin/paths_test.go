@@ -51,10 +51,17 @@ func TestCleanPath(t *testing.T) {
 // inside the root: no leading slash, no empty, "." or ".." segment, no
 // control byte.
 func FuzzCleanPath(f *testing.F) {
-	for _, s := range []string{"/", "/a/../b", "/%2e%2e/x", "//a//b/", "/a%2f..%2f..", "/%00", "/ok/seg1.ts"} {
+	for _, s := range []string{"/", "/a/../b", "/%2e%2e/x", "//a//b/", "/a%2f..%2f..", "/%00", "/ok/seg1.ts", "ok/seg1.ts", "a/../b", "a//b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
+		// cleanName, read-ahead's check of a predicted name, accepts
+		// only names a request could have (cleaning one is a no-op).
+		if cleanName(raw) && !strings.Contains(raw, "%") {
+			if again, err := cleanPath(nil, []byte("/"+raw)); err != nil || again != raw {
+				t.Fatalf("cleanName(%q) = true, but cleanPath(/%s) = %q, %v", raw, raw, again, err)
+			}
+		}
 		got, err := cleanPath(nil, []byte(raw))
 		if err != nil {
 			return
@@ -74,6 +81,10 @@ func FuzzCleanPath(f *testing.F) {
 			if c < 0x20 || c == 0x7f {
 				t.Fatalf("cleanPath(%q) = %q: control byte %#x", raw, got, c)
 			}
+		}
+		// And it accepts every name a request can have.
+		if !cleanName(got) {
+			t.Fatalf("cleanName(cleanPath(%q) = %q) = false, want true", raw, got)
 		}
 		// A file opened by its cleaned name with no symlink on the way
 		// is hidden exactly when the name is.

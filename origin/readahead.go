@@ -23,7 +23,7 @@ import (
 )
 
 // ReadAheadConfig says what to read ahead. Read-ahead runs on the cold
-// readers (Config.ColdReaders), so it is off when they are.
+// readers (Config.ColdReaders): Readers must be 0 when they are off.
 type ReadAheadConfig struct {
 	// Readers is how many cold readers may read ahead at once; the others
 	// only serve waiting requests. 0 turns read-ahead off.
