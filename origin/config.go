@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"segorigin/origin/accesslog"
+	"segorigin/origin/conn"
 	"segorigin/origin/token"
 )
 
@@ -275,6 +276,7 @@ func DefaultConfig() Config {
 			Playlist: true, ByteRange: true, Template: true, Sidx: true, CMCD: true,
 		},
 		AccessLogSample: 1,
+		ProxyProtocol:   string(conn.ProxyOff),
 		ClientIPHeader:  ClientIPHeaderXFF,
 		ServerName:      "segorigin",
 		TLS:             TLSConfig{KTLS: KTLSAuto, ReloadEvery: 5 * time.Second},

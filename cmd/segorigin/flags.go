@@ -117,7 +117,7 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.IntVar(&c.MaxConnsPerIP, "max-conns-per-ip", c.MaxConnsPerIP, "most concurrent connections per client IP (0: no limit)")
 	fs.StringVar(&trusted, "trusted-proxies", "", "comma-separated CIDR prefixes (or addresses) of the proxies in front: only they may name the client, by -client-ip-header or a PROXY header")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", c.ClientIPHeader, "header trusted proxies name the client in: X-Forwarded-For, Forwarded (RFC 7239) or none")
-	fs.StringVar(&c.ProxyProtocol, "proxy-protocol", "off", "PROXY protocol v1/v2 header from trusted proxies: off, optional, required (refused from any other peer)")
+	fs.StringVar(&c.ProxyProtocol, "proxy-protocol", c.ProxyProtocol, "PROXY protocol v1/v2 header from trusted proxies: off, optional, required (refused from any other peer)")
 	fs.IntVar(&c.ColdReaders, "cold-readers", c.ColdReaders, "goroutines that read bytes not in the page cache before they are sent, so sendfile never waits for storage (0: off, and with it read-ahead and the bound on opens; sendfile may block a thread)")
 	fs.IntVar(&c.ColdQueue, "cold-queue", c.ColdQueue, "requests that may wait for a cold reader; beyond it 503 with Retry-After")
 	fs.DurationVar(&c.ColdDeadline, "cold-deadline", c.ColdDeadline, "longest wait for a cold reader, a turn to open a file, or another request's open of it; past it 503 with Retry-After")
