@@ -68,11 +68,15 @@ func (s *Server) noteWrite(name string) {
 
 // inProgress reports whether h, the file at name of kind k, last changed
 // at changed (its ctime, or the one its content validator was computed
-// at when storing the validator moved ctime), may still be being written. It makes no system call: h's dates are the fstat of its
-// open, and every write since has ended the cache entry (the watcher) or
-// will (revalidation); an entry found in progress is unlisted at once
-// (checkInProgress), so no entry opened mid-write is judged by old dates
-// later.
+// at when storing the validator moved ctime), may still be being written.
+// For a file that settled long ago it makes no system call: h's dates are
+// the fstat of its open, and every write since has ended the cache entry
+// (the watcher) or will (revalidation); an entry found in progress is
+// unlisted at once (checkInProgress), so no entry opened mid-write is
+// judged by old dates later. A file the settle rule holds back (written
+// within -settle) is settled at once if the kernel says no process has
+// it open for writing (writerOpen): a writer that closed its file is done
+// with it, and one that still has it open is not, however long it pauses.
 func (s *Server) inProgress(name string, k kind, h *cache.Handle, changed int64) bool {
 	now := s.cfg.Now().UnixNano()
 	f := publish.File{
@@ -81,7 +85,16 @@ func (s *Server) inProgress(name string, k kind, h *cache.Handle, changed int64)
 		Ctime:   changed,
 		Segment: k == kindSegment,
 	}
-	return s.publish.InProgress(f, s.writes.Seen(name, now, s.cfg.Settle), now)
+	if !s.publish.InProgress(f, s.writes.Seen(name, now, s.cfg.Settle), now) {
+		return false
+	}
+	if f.Segment && f.Size == 0 {
+		return true // an empty segment is never one to publish
+	}
+	if open, known := writerOpen(h.Fd()); known {
+		return open
+	}
+	return true
 }
 
 // checkInProgress applies the settle rule to a request for h. done true:

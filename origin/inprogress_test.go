@@ -212,3 +212,52 @@ func fetch(c *http.Client, ts *testServer, target string) fetched {
 	return fetched{status: resp.StatusCode, cc: resp.Header.Get("Cache-Control"), retry: resp.Header.Get("Retry-After"),
 		contentLen: resp.Header.Get("Content-Length"), body: body, err: err}
 }
+
+// TestClosedFileServedAtOnce: a segment written whole and closed just now
+// (well within -settle) is served at once, because the kernel says no
+// process has it open for writing; the same file held open by a writer
+// is still in progress (503, no-store), whatever its dates, until the
+// writer closes it. On both engines.
+func TestClosedFileServedAtOnce(t *testing.T) {
+	for _, engine := range []origin.Engine{origin.EngineLoop, origin.EngineFastHTTP} {
+		t.Run(string(engine), func(t *testing.T) {
+			ts := startServer(t, "", func(c *origin.Config) {
+				c.Engine = engine
+				c.Settle = time.Hour // the dates alone would hold it back for the whole test
+			})
+			body := synthBytes("fresh.ts", 0, 100_000)
+			p := filepath.Join(ts.root, "fresh.ts")
+			if err := os.WriteFile(p, body, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c := ts.dial()
+			r := c.do("GET", "/fresh.ts")
+			mustStatus(t, r, 200, "a segment written and closed just now")
+			if !bytes.Equal(r.body, body) {
+				t.Fatalf("body of %d bytes differs from the file", len(r.body))
+			}
+			if cc := r.header("Cache-Control"); cc == "no-store" || cc == "" {
+				t.Errorf("Cache-Control %q, want the segment rule", cc)
+			}
+			w, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			// Every request for a file written within -settle is judged
+			// again, a cache hit too.
+			waitFor(t, 10*time.Second, "503 while a writer holds the file", func() bool {
+				r := c.do("GET", "/fresh.ts")
+				return r.StatusCode == 503 && r.header("Cache-Control") == "no-store" && r.header("Retry-After") != ""
+			})
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r = c.do("GET", "/fresh.ts")
+			mustStatus(t, r, 200, "the same file once its writer closed it")
+			if !bytes.Equal(r.body, body) {
+				t.Fatalf("body of %d bytes differs from the file", len(r.body))
+			}
+		})
+	}
+}
