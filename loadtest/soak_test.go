@@ -70,8 +70,8 @@ func TestSoak(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load: %v", err)
 	}
-	t.Logf("stable set: %d requests, %d errors, %.0f MiB/s, p99 %v; churned set: %d responses (%d 200/206 verified, %d 404, %d 416, %d cut short by a truncation, %d with zeros in a truncated folio), %d churn operations",
-		res.Requests, res.Errors, res.MiBPerSecond(), res.P99, st.total.Load(), st.ok.Load(), st.missing.Load(), st.unsatisfiable.Load(), st.cut.Load(), st.pageTail.Load(), churns.Load())
+	t.Logf("stable set: %d requests, %d errors, %.0f MiB/s, p99 %v; churned set: %d responses (%d 200/206 verified, %d 404, %d 416, %d 503 in progress, %d cut short by a truncation, %d with zeros in a truncated folio), %d churn operations",
+		res.Requests, res.Errors, res.MiBPerSecond(), res.P99, st.total.Load(), st.ok.Load(), st.missing.Load(), st.unsatisfiable.Load(), st.inProgress.Load(), st.cut.Load(), st.pageTail.Load(), churns.Load())
 	if res.Errors > 0 {
 		t.Errorf("stable set: %d errors, first: %v", res.Errors, res.ErrorSamples)
 	}
@@ -157,6 +157,7 @@ func churn(ctx context.Context, t *testing.T, root string, n int, ops *atomic.In
 type churnStats struct {
 	total, ok, missing, unsatisfiable, cut, bad atomic.Int64
 	pageTail                                    atomic.Int64 // responses with zeros in the page a truncation cut
+	inProgress                                  atomic.Int64 // 503s for an empty segment (being created, or truncated to nothing)
 }
 
 // truncations remembers, per file name, every size a file was truncated to.
@@ -277,6 +278,16 @@ func readChurned(ctx context.Context, t *testing.T, addr string, n int, st *chur
 			st.missing.Add(1)
 		case 416:
 			st.unsatisfiable.Add(1)
+		case 503:
+			// A file being created in place, or one truncated to
+			// nothing, is an empty segment: in progress, never cached.
+			if resp.Header.Get("Cache-Control") != "no-store" || resp.Header.Get("Retry-After") == "" {
+				st.bad.Add(1)
+				t.Errorf("GET %s: 503 with Cache-Control %q, Retry-After %q; want no-store and a Retry-After",
+					rel, resp.Header.Get("Cache-Control"), resp.Header.Get("Retry-After"))
+				continue
+			}
+			st.inProgress.Add(1)
 		default:
 			st.bad.Add(1)
 			t.Errorf("GET %s: unexpected status %d", rel, resp.StatusCode)
