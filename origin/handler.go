@@ -248,7 +248,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, r
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
 	mt := s.lookupType(h.Name)
 	p.kind = mt.kind
-	done, uncached := s.checkInProgress(ctx, h.Name, mt.kind, h, changed)
+	done, uncached := s.checkInProgress(ctx, mt.kind, h, changed)
 	if done {
 		return
 	}
@@ -265,7 +265,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, r
 		}
 		v.etag = c.ETag
 	}
-	if !uncached && g.query.rewrites() && mt.kind == kindPlaylist && s.serveRewritten(ctx, p, h.Name, h, rh, g, mt) {
+	if !uncached && g.query.rewrites() && mt.kind == kindPlaylist && s.serveRewritten(ctx, p, h, rh, g, mt) {
 		return
 	}
 	switch evaluatePreconditions(rh, v) {

@@ -66,7 +66,7 @@ func (s *Server) noteWrite(name string) {
 	s.inProgressLog.forget(name)
 }
 
-// inProgress reports whether h, the file at name of kind k, last changed
+// inProgress reports whether h, the file h.Name of kind k, last changed
 // at changed (its ctime, or the one its content validator was computed
 // at when storing the validator moved ctime), may still be being written.
 // For a file that settled long ago it makes no system call: h's dates are
@@ -77,7 +77,7 @@ func (s *Server) noteWrite(name string) {
 // within -settle) is settled at once if the kernel says no process has
 // it open for writing (writerOpen): a writer that closed its file is done
 // with it, and one that still has it open is not, however long it pauses.
-func (s *Server) inProgress(name string, k kind, h *cache.Handle, changed int64) bool {
+func (s *Server) inProgress(k kind, h *cache.Handle, changed int64) bool {
 	now := s.cfg.Now().UnixNano()
 	f := publish.File{
 		Size:    h.Size,
@@ -85,7 +85,7 @@ func (s *Server) inProgress(name string, k kind, h *cache.Handle, changed int64)
 		Ctime:   changed,
 		Segment: k == kindSegment,
 	}
-	if !s.publish.InProgress(f, s.writes.Seen(name, now, s.cfg.Settle), now) {
+	if !s.publish.InProgress(f, s.writes.Seen(h.Name, now, s.cfg.Settle), now) {
 		return false
 	}
 	if f.Segment && f.Size == 0 {
@@ -100,14 +100,14 @@ func (s *Server) inProgress(name string, k kind, h *cache.Handle, changed int64)
 // checkInProgress applies the settle rule to a request for h. done true:
 // ctx holds the answer (503) and h is released. Otherwise uncached says
 // the file is in progress and its bytes go out with no-store.
-func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, name string, k kind, h *cache.Handle, changed int64) (done, uncached bool) {
-	if !s.inProgress(name, k, h, changed) {
+func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, k kind, h *cache.Handle, changed int64) (done, uncached bool) {
+	if !s.inProgress(k, h, changed) {
 		return false, false
 	}
 	s.stats.InProgress.Add(1)
 	// Reopened by the next request, so that the settled file is judged by
 	// its final dates and served at its final size.
-	s.cache.Invalidate(name)
+	s.cache.Invalidate(h.Name)
 	if s.inProgressLog.first(h.Name) && s.inProgressLog.limit.Allow() {
 		s.log.Info("file still being written: not published until it settles",
 			"path", s.loggable(h.Name), "size", h.Size, "settle", s.cfg.Settle, "answer", string(s.cfg.InProgress),

@@ -64,7 +64,8 @@ func rewriteFormat(name string) func(dst, src []byte, t *rewrite.Target) ([]byte
 // be served as it is (too large, unreadable as a playlist, or nothing to
 // rewrite: counted); true when it answered into ctx (or set p.wouldBlock),
 // having released h.
-func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan, name string, h *cache.Handle, rh *reqHeaders, g grant, mt mediaType) bool {
+func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, rh *reqHeaders, g grant, mt mediaType) bool {
+	name := h.Name
 	a := s.auth.Load()
 	format := rewriteFormat(name)
 	if a == nil || format == nil {
