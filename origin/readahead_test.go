@@ -11,6 +11,7 @@ import (
 
 	"segorigin/internal/slowfs"
 	"segorigin/origin"
+	"segorigin/origin/coldread"
 )
 
 // The read-ahead tests prove "the next object is in memory before the
@@ -45,6 +46,16 @@ func servedFromMemory(t *testing.T, f *slowfs.FS, ts *testServer, target string,
 	t.Helper()
 	ra := func() origin.ReadAheadStats { return ts.srv.Stats().ReadAhead }
 	hits := ra().Hit
+	// The read-ahead was counted once its read returned; the target's
+	// pages must be in the page cache now. Checked through the mount
+	// before the disk is held, so a failure says which went wrong: the
+	// read-ahead (not resident here) or the request path (resident here,
+	// yet read from the disk).
+	name := strings.TrimPrefix(target, "/")
+	off, n := rangeOf(t, headers, int64(len(want)))
+	if !residentAt(t, filepath.Join(f.Dir(), filepath.FromSlash(name)), off, n) {
+		t.Fatalf("%s [%d, %d) is not in the page cache after its read-ahead was counted (%+v)", target, off, off+n, ra())
+	}
 	f.Hold()
 	defer f.Open()
 	c := ts.dial()
@@ -54,6 +65,38 @@ func servedFromMemory(t *testing.T, f *slowfs.FS, ts *testServer, target string,
 	if got := ra().Hit; got != hits+1 {
 		t.Errorf("ReadAhead.Hit after %s = %d, want %d", target, got, hits+1)
 	}
+}
+
+// rangeOf is the span a test's Range header (bytes=a-b) asks for, or the
+// whole body of n bytes.
+func rangeOf(t *testing.T, headers []string, n int64) (off, length int64) {
+	t.Helper()
+	for _, h := range headers {
+		var a, b int64
+		if _, err := fmt.Sscanf(h, "Range: bytes=%d-%d", &a, &b); err == nil {
+			return a, b - a + 1
+		}
+	}
+	return 0, n
+}
+
+// residentAt reports whether [off, off+n) of path is in the page cache.
+func residentAt(t *testing.T, path string, off, n int64) bool {
+	t.Helper()
+	fd, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fd.Close()
+	st, err := fd.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, err := coldread.Resident(int(fd.Fd()), off, n, st.Size())
+	if err != nil {
+		t.Fatalf("Resident(%s): %v", path, err)
+	}
+	return ok
 }
 
 func TestReadAheadNextPlaylistSegment(t *testing.T) {
