@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"segorigin/internal/httpmsg"
 	"segorigin/origin/clientaddr"
 	"segorigin/origin/coldread"
 	"segorigin/origin/conn"
@@ -213,12 +214,21 @@ func (ls *loopServer) Data(c *loop.Conn, in []byte, full bool) int {
 	err := ctx.Request.Header.Read(r.br)
 	switch {
 	case err == nil:
+		if httpmsg.HasBareLF(in[:len(in)-r.rd.Len()-r.br.Buffered()]) {
+			err = errBareLF
+			break
+		}
 		persistLaterMinor(&ctx.Request.Header)
 		err = ls.readBody(r, st, len(in), full)
 	case errors.Is(err, io.EOF) && !full:
 		// Only the buffer ends here (the reader over it says EOF): the
-		// header is still arriving.
+		// header is still arriving, unless a line of it ended in a bare
+		// LF: fasthttp waits for a CRLFCRLF that such a client never
+		// sends, so it is refused now rather than at the read timeout.
 		err = errNeedMore
+		if httpmsg.HasBareLF(in) {
+			err = errBareLF
+		}
 	}
 	rest := r.rd.Len() + r.br.Buffered()
 	switch {

@@ -22,6 +22,7 @@ var (
 	errVersion        = errors.New("origin: HTTP major version not supported")
 	errFieldName      = errors.New("origin: header field name is not a token")
 	errObsFold        = errors.New("origin: header field line folded (obs-fold)")
+	errBareLF         = errors.New("origin: request line or field line ends in a bare LF")
 	errPrecondition   = errors.New("origin: precondition failed")
 )
 

@@ -76,6 +76,14 @@ func TestHostileRequests(t *testing.T) {
 		{"obs-fold", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX-A: b\r\n c\r\nConnection: close\r\n\r\n", "400"},
 		{"obs-fold content-length", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX: y\r\n Content-Length: " + strconv.Itoa(len(smuggled)) + "\r\n\r\n" + smuggled, "400"},
 		{"obs-fold with a tab", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX: y\r\n\tz\r\n\r\n" + smuggled, "400"},
+		// RFC 9112 §2.2: a recipient MAY recognize a bare LF as a line
+		// terminator; segorigin does not (httpmsg.HasBareLF says why),
+		// so the message is malformed: 400 and close, at once, not at
+		// the read timeout (rawExchange gives up after 3 s).
+		{"bare LF", "GET /a.txt HTTP/1.1\nHost: t\n\n", "400"},
+		{"bare LF, incomplete", "GET /a.txt HTTP/1.1\nHost: t\n", "400"},
+		{"bare LF inside the fields", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX: a\nContent-Length: " + strconv.Itoa(len(smuggled)) + "\r\n\r\n" + smuggled, "400"},
+		{"bare LF in a pipelined request", "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /a.txt HTTP/1.1\nHost: t\n\n", "200,400"},
 		{"no host", "GET /a.txt HTTP/1.1\r\n\r\n", "400"},
 		{"http/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "400"},
 		{"huge url", "GET /" + strings.Repeat("a", 9000) + " HTTP/1.1\r\nHost: t\r\n\r\n", "431"},

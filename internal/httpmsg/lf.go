@@ -1,0 +1,30 @@
+package httpmsg
+
+import "bytes"
+
+// HasBareLF reports whether a request's header section (the request line
+// and field lines, as received) ends a line with LF alone, not CRLF.
+//
+// RFC 9112 §2.2: "Although the line terminator for the start-line and
+// fields is the sequence CRLF, a recipient MAY recognize a single LF as a
+// line terminator and ignore any preceding CR." It may, not must; a
+// recipient that does not recognize it is reading a malformed message,
+// and 400 is the answer (§2.2, "a server ... MAY respond with a 400 (Bad
+// Request) response"). segorigin does not recognize it: a front end that
+// reads "X: a\nContent-Length: 5" as one field of its own would disagree
+// with an origin that reads two about where the message ends, and no
+// client that plays media sends a bare LF. fasthttp's reader waits for
+// CRLFCRLF, so without this check a bare-LF request would hang until the
+// read timeout.
+func HasBareLF(head []byte) bool {
+	for off := 0; ; {
+		i := bytes.IndexByte(head[off:], '\n')
+		if i < 0 {
+			return false
+		}
+		if at := off + i; at == 0 || head[at-1] != '\r' {
+			return true
+		}
+		off += i + 1
+	}
+}
