@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
@@ -236,6 +237,11 @@ func (ls *loopServer) Data(c *loop.Conn, in []byte, full bool) int {
 		ls.putReq(r)
 		return taken
 	case err != nil:
+		if major, ok := httpmsg.RequestLineMajor(in); ok && major != 1 {
+			// Refused for something else before the version was read
+			// (the HTTP/2 preface's "*" target): 505 says why.
+			err = fmt.Errorf("%w (HTTP/%c): %w", errVersion, '0'+major, err)
+		}
 		ls.parseError(r, err)
 		return taken + len(in)
 	}

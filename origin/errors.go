@@ -146,6 +146,8 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		s.stats.HeaderTooLarge.Add(1)
 	case errors.As(err, &ne) && ne.Timeout():
 		code = fasthttp.StatusRequestTimeout
+	case errors.Is(err, errVersion):
+		code = fasthttp.StatusHTTPVersionNotSupported
 	}
 	s.stats.BadRequests.Add(1)
 	s.stats.countResponse(code)

@@ -85,7 +85,9 @@ func TestHostileRequests(t *testing.T) {
 		{"bare LF inside the fields", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX: a\nContent-Length: " + strconv.Itoa(len(smuggled)) + "\r\n\r\n" + smuggled, "400"},
 		{"bare LF in a pipelined request", "GET /a.txt HTTP/1.1\r\nHost: t\r\n\r\nGET /a.txt HTTP/1.1\nHost: t\n\n", "200,400"},
 		{"no host", "GET /a.txt HTTP/1.1\r\n\r\n", "400"},
-		{"http/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "400"},
+		// RFC 9110 §15.6.6: 505 for a major version the server does not
+		// support, the HTTP/2 preface's included (RFC 9113 §3.4).
+		{"http/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "505"},
 		{"huge url", "GET /" + strings.Repeat("a", 9000) + " HTTP/1.1\r\nHost: t\r\n\r\n", "431"},
 		{"huge headers", "GET /a.txt HTTP/1.1\r\nHost: t\r\n" + manyHeaders + "\r\n", "431"},
 		// RFC 9110 §9.1: "The method token is case-sensitive": "get" is
