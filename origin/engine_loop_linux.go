@@ -221,15 +221,16 @@ func (ls *loopServer) Data(c *loop.Conn, in []byte, full bool) int {
 		}
 		persistLaterMinor(&ctx.Request.Header)
 		err = ls.readBody(r, st, len(in), full)
+	case headerHasBareLF(in):
+		// fasthttp waits for a CRLFCRLF that such a client never sends
+		// (or, with the buffer full, calls the header too large): the
+		// request is refused for what it is, now rather than at the
+		// read timeout.
+		err = errBareLF
 	case errors.Is(err, io.EOF) && !full:
 		// Only the buffer ends here (the reader over it says EOF): the
-		// header is still arriving, unless a line of it ended in a bare
-		// LF: fasthttp waits for a CRLFCRLF that such a client never
-		// sends, so it is refused now rather than at the read timeout.
+		// header is still arriving.
 		err = errNeedMore
-		if httpmsg.HasBareLF(in) {
-			err = errBareLF
-		}
 	}
 	rest := r.rd.Len() + r.br.Buffered()
 	switch {
@@ -254,6 +255,17 @@ func (ls *loopServer) Data(c *loop.Conn, in []byte, full bool) int {
 	ls.serveRequest(r)
 	return taken + len(in) - rest
 }
+
+// headerHasBareLF reports whether the header section at the start of in
+// (up to its CRLFCRLF, or all of in without one) ends a line in a bare LF.
+func headerHasBareLF(in []byte) bool {
+	if i := bytes.Index(in, crlfcrlf); i >= 0 {
+		in = in[:i+len(crlfcrlf)]
+	}
+	return httpmsg.HasBareLF(in)
+}
+
+var crlfcrlf = []byte("\r\n\r\n")
 
 // errNeedMore: the buffer holds part of a request.
 var errNeedMore = errors.New("origin: request incomplete")
@@ -349,6 +361,10 @@ func (ls *loopServer) parseError(r *loopReq, err error) {
 	ls.s.handleParseError(&r.ctx, err)
 	r.counted = true
 	r.ctx.SetConnectionClose()
+	// The rest of the request (a body, more pipelined requests) may
+	// still be on its way: the close lingers so that it does not reset
+	// the answer away.
+	r.c.LingerOnClose()
 	ls.render(r)
 }
 

@@ -117,6 +117,76 @@ func TestHostileRequests(t *testing.T) {
 	}
 }
 
+// TestRefusalNotResetAway: a request refused before it was read to its
+// end (a header too large, a body too large), its client still sending,
+// gets its answer and then a FIN, not a reset: closing a socket with
+// unread bytes makes the kernel send RST, which can destroy the answer
+// before the client reads it. RFC 9112 §9.6: a server "SHOULD NOT close
+// the connection ... until it has received a reply ... or it has read all
+// of the request"; the loop engine lingers, reading and dropping, as
+// nginx's lingering_close does.
+func TestRefusalNotResetAway(t *testing.T) {
+	ts := startServer(t, "", nil)
+	writeFile(t, ts.root, "a.txt", "AAAA")
+	junk := strings.Repeat("j", 512<<10)
+	for _, tt := range []struct{ name, req, want string }{
+		{"header too large", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX: " + strings.Repeat("a", 20000) + "\r\n\r\n" + junk, "431"},
+		{"bare LF, then a body", "GET /a.txt HTTP/1.1\nHost: t\nContent-Length: 524288\n\n" + junk, "400"},
+		{"body too large", "GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: " + strconv.Itoa(len(junk)) + "\r\n\r\n" + junk, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := net.Dial("tcp", ts.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			// The client writes while it reads, as one that streams its
+			// request does; the server answers before it has all of it.
+			werr := make(chan error, 1)
+			go func() {
+				_, err := io.WriteString(c, tt.req)
+				werr <- err
+			}()
+			b, err := io.ReadAll(c)
+			if err != nil {
+				t.Errorf("reading the answer: %v (want the answer, then the server's FIN)", err)
+			}
+			got := statuses(string(b))
+			if tt.want != "" && got != tt.want || tt.want == "" && (got == "" || got[0] != '4') {
+				t.Errorf("statuses %q, want %q; response:\n%s", got, tt.want, trunc(b))
+			}
+			if err := <-werr; err != nil {
+				t.Errorf("writing the request: %v (the server reset the connection)", err)
+			}
+		})
+	}
+	// The linger is bounded: a client that keeps its side open and keeps
+	// sending is closed after it (its writes then fail).
+	t.Run("client never closes", func(t *testing.T) {
+		c, err := net.Dial("tcp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := io.WriteString(c, "GET /a.txt HTTP/1.1\nHost: t\n\n"); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := io.ReadAll(c); err != nil || statuses(string(b)) != "400" {
+			t.Fatalf("answer %q, err %v; want 400 then the server's FIN", trunc(b), err)
+		}
+		var werr error
+		for i := 0; i < 150 && werr == nil; i++ { // 15 s at most
+			time.Sleep(100 * time.Millisecond)
+			_, werr = io.WriteString(c, "more")
+		}
+		if werr == nil {
+			t.Errorf("a lingering connection still takes bytes 15 s after its answer: never closed")
+		}
+	})
+}
+
 // TestSlowloris: a thousand connections trickling their headers do not stop
 // normal clients from being served, and the read timeout ends them.
 func TestSlowloris(t *testing.T) {

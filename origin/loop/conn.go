@@ -23,6 +23,10 @@ type Conn struct {
 	closed bool
 	// closeAfter: close once the response in flight is sent.
 	closeAfter bool
+	// lingerWanted: the client may still be sending when c closes
+	// (LingerOnClose); lingering: c's write side is shut and what
+	// arrives is dropped until the client closes (closeAfterResponse).
+	lingerWanted, lingering bool
 
 	list       *list // the timeout list c is in, or nil
 	prev, next *Conn
@@ -382,7 +386,7 @@ func (c *Conn) finish(r *Response) {
 		return
 	}
 	if closeConn || c.closeAfter {
-		c.l.close(c)
+		c.l.closeAfterResponse(c)
 		return
 	}
 	c.setEvents(unix.EPOLLIN)

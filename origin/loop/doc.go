@@ -22,6 +22,11 @@
 //     (IdleTimeout), or for the peer to take a response (WriteTimeout,
 //     from the response's start). Each list holds connections in the
 //     order their wait began, so expiry looks only at list heads.
+//   - Closing: a connection closed after its last response, while its
+//     client may still be sending (the Handler said so, or bytes wait
+//     unread), lingers: its write side is shut and what arrives is read
+//     and dropped until the client closes or 5 s pass, so a reset cannot
+//     destroy the response before the client reads it.
 //   - Writing: a Response is memory parts and file spans. Consecutive
 //     memory parts leave in one sendmsg (writev), with MSG_MORE when a
 //     file span follows so the header shares its first segment; a span

@@ -32,9 +32,11 @@ type loop struct {
 	now   int64 // nanoseconds, read once per wake-up
 
 	reading, idle, writing list // connections by what they wait for
+	lingering              list // closed by the server, dropping what still arrives
 
 	free    [][]byte // read buffers not in use (cap ReadBuffer)
 	copyBuf []byte   // sendfile fallback: one pread+send at a time on this thread
+	dropBuf []byte   // what lingering connections still receive is read into it and dropped
 
 	acceptPaused time.Time // accept paused until then (out of descriptors); zero: accepting
 	acceptWait   time.Duration
@@ -69,6 +71,7 @@ func newLoop(e *Engine, lfd int) (*loop, error) {
 		return nil, err
 	}
 	l.reading.timeout, l.idle.timeout, l.writing.timeout = e.cfg.ReadTimeout, e.cfg.IdleTimeout, e.cfg.WriteTimeout
+	l.lingering.timeout = lingerTimeout
 	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(evfd)}); err != nil {
 		l.closeFDs()
 		return nil, fmt.Errorf("loop: epoll_ctl eventfd: %w", err)
@@ -272,7 +275,7 @@ func (l *loop) waitParked(events []unix.EpollEvent) (n int, err error) {
 // a millisecond), or -1 when none is pending.
 func (l *loop) nextDeadline() int64 {
 	next := int64(-1)
-	for _, ls := range [...]*list{&l.reading, &l.idle, &l.writing} {
+	for _, ls := range [...]*list{&l.reading, &l.idle, &l.writing, &l.lingering} {
 		if d, ok := ls.nextDeadline(); ok && (next < 0 || d < next) {
 			next = d
 		}
@@ -303,6 +306,9 @@ func (l *loop) waitMillis() int {
 // expire closes the connections whose wait is over, and resumes accepting
 // after a pause.
 func (l *loop) expire() {
+	for c := l.lingering.head; c != nil && l.lingering.expired(c, l.now); c = l.lingering.head {
+		l.close(c) // the client kept sending: enough
+	}
 	for _, ls := range [...]*list{&l.reading, &l.idle, &l.writing} {
 		for c := ls.head; c != nil && ls.expired(c, l.now); c = ls.head {
 			l.e.stats.Timeouts.Add(1)
@@ -412,6 +418,10 @@ func (l *loop) pauseAccept(err error) {
 // event handles one connection's readiness.
 func (l *loop) event(c *Conn, ev uint32) {
 	switch {
+	case c.lingering && ev&(unix.EPOLLERR|unix.EPOLLHUP) != 0:
+		l.close(c)
+	case c.lingering:
+		l.drop(c)
 	case ev&(unix.EPOLLERR|unix.EPOLLHUP) != 0:
 		// Reset or gone both ways: nothing can be sent or read.
 		l.fail(c, errPeerGone)
@@ -429,7 +439,7 @@ var errPeerGone = errors.New("loop: connection reset or closed by the peer")
 
 // read reads once into c's buffer and processes what it holds.
 func (l *loop) read(c *Conn) {
-	if c.resp != nil || c.parked {
+	if c.resp != nil || c.parked || c.lingering {
 		return
 	}
 	if c.in == nil {
@@ -490,14 +500,14 @@ func (l *loop) process(c *Conn) {
 // settle puts c in the list of what it now waits for, and gives its read
 // buffer back when nothing is buffered.
 func (l *loop) settle(c *Conn) {
-	if c.closed || c.resp != nil || c.parked {
+	if c.closed || c.resp != nil || c.parked || c.lingering {
 		return
 	}
 	if len(c.in) == 0 {
 		l.putBuf(c.in)
 		c.in = nil
 		if c.closeAfter {
-			l.close(c)
+			l.closeAfterResponse(c)
 			return
 		}
 		if l.draining {
