@@ -215,12 +215,13 @@ func (ls *loopServer) Data(c *loop.Conn, in []byte, full bool) int {
 	err := ctx.Request.Header.Read(r.br)
 	switch {
 	case err == nil:
-		if httpmsg.HasBareLF(in[:len(in)-r.rd.Len()-r.br.Buffered()]) {
+		hdrLen := len(in) - r.rd.Len() - r.br.Buffered()
+		if httpmsg.HasBareLF(in[:hdrLen]) {
 			err = errBareLF
 			break
 		}
 		persistLaterMinor(&ctx.Request.Header)
-		err = ls.readBody(r, st, len(in), full)
+		err = ls.readBody(r, st, hdrLen, len(in), full)
 	case headerHasBareLF(in):
 		// fasthttp waits for a CRLFCRLF that such a client never sends
 		// (or, with the buffer full, calls the header too large): the
@@ -273,7 +274,8 @@ var errNeedMore = errors.New("origin: request incomplete")
 // readBody reads the request's body (fasthttp's framing rules, its size
 // limit) from what is buffered after the header, sending 100 Continue
 // first when the client waits for it (RFC 9110 §10.1.1), as fasthttp does.
-func (ls *loopServer) readBody(r *loopReq, st *loopConnState, inLen int, full bool) error {
+// The header took the first hdrLen of the inLen bytes buffered.
+func (ls *loopServer) readBody(r *loopReq, st *loopConnState, hdrLen, inLen int, full bool) error {
 	req := &r.ctx.Request
 	if req.MayContinue() && !st.continued {
 		st.continued = true
@@ -281,7 +283,6 @@ func (ls *loopServer) readBody(r *loopReq, st *loopConnState, inLen int, full bo
 			return err
 		}
 	}
-	hdrLen := inLen - r.rd.Len() - r.br.Buffered()
 	err := req.ContinueReadBody(r.br, maxRequestBody, false)
 	if err == nil || !(errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
 		return err
