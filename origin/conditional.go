@@ -79,7 +79,8 @@ type reqHeaders struct {
 
 // scan fills r from h. fasthttp stores header names normalised (the server
 // never disables it), so they compare exactly; the first of repeated fields
-// wins, as with Peek.
+// wins, as with Peek, except for the entity-tag lists, whose lines are
+// joined.
 func (r *reqHeaders) scan(h *fasthttp.RequestHeader) {
 	for k, v := range h.All() {
 		var dst *[]byte
@@ -112,8 +113,16 @@ func (r *reqHeaders) scan(h *fasthttp.RequestHeader) {
 			}
 			continue
 		}
-		if *dst == nil {
+		switch {
+		case *dst == nil:
 			*dst = v
+		case dst == &r.ifMatch || dst == &r.ifNoneMatch:
+			// RFC 9110 §5.3: a recipient MAY combine field lines of a
+			// list-based field into one value, "in order, separated by a
+			// comma"; the preconditions (§13.1) are judged on the whole
+			// list, so a second If-None-Match line counts. Rare: only
+			// then is a buffer allocated.
+			*dst = append(append(append([]byte(nil), *dst...), ", "...), v...)
 		}
 	}
 }

@@ -221,7 +221,7 @@ func (ls *loopServer) Data(c *loop.Conn, in []byte, full bool) int {
 			break
 		}
 		persistLaterMinor(&ctx.Request.Header)
-		err = ls.readBody(r, st, hdrLen, len(in), full)
+		err = ls.readBody(r, st, in, hdrLen, full)
 	case headerHasBareLF(in):
 		// fasthttp waits for a CRLFCRLF that such a client never sends
 		// (or, with the buffer full, calls the header too large): the
@@ -239,12 +239,7 @@ func (ls *loopServer) Data(c *loop.Conn, in []byte, full bool) int {
 		ls.putReq(r)
 		return taken
 	case err != nil:
-		if major, ok := httpmsg.RequestLineMajor(in); ok && major != 1 {
-			// Refused for something else before the version was read
-			// (the HTTP/2 preface's "*" target): 505 says why.
-			err = fmt.Errorf("%w (HTTP/%c): %w", errVersion, '0'+major, err)
-		}
-		ls.parseError(r, err)
+		ls.parseError(r, refusal(in, r.br.Size(), err))
 		return taken + len(in)
 	}
 	st.continued = false
@@ -255,6 +250,24 @@ func (ls *loopServer) Data(c *loop.Conn, in []byte, full bool) int {
 	st.reqs++
 	ls.serveRequest(r)
 	return taken + len(in) - rest
+}
+
+// refusal names what is wrong with a request that cannot be parsed, for
+// the answer to say it: a header that filled the buffer before its
+// request line ended (within limit, the header buffer) is a
+// request-target too long (414, RFC 9112 §3), not
+// a header too large; a request line of another major version is 505.
+func refusal(in []byte, limit int, err error) error {
+	var small *fasthttp.ErrSmallBuffer
+	if errors.As(err, &small) && bytes.IndexByte(in[:min(len(in), limit)], '\n') < 0 {
+		return fmt.Errorf("%w (%d bytes without a line end)", errTargetTooLong, len(in))
+	}
+	if major, ok := httpmsg.RequestLineMajor(in); ok && major != 1 {
+		// Refused for something else before the version was read
+		// (the HTTP/2 preface's "*" target): 505 says why.
+		return fmt.Errorf("%w (HTTP/%c): %w", errVersion, '0'+major, err)
+	}
+	return err
 }
 
 // headerHasBareLF reports whether the header section at the start of in
@@ -271,37 +284,72 @@ var crlfcrlf = []byte("\r\n\r\n")
 // errNeedMore: the buffer holds part of a request.
 var errNeedMore = errors.New("origin: request incomplete")
 
-// readBody reads the request's body (fasthttp's framing rules, its size
-// limit) from what is buffered after the header, sending 100 Continue
-// first when the client waits for it (RFC 9110 §10.1.1), as fasthttp does.
-// The header took the first hdrLen of the inLen bytes buffered.
-func (ls *loopServer) readBody(r *loopReq, st *loopConnState, hdrLen, inLen int, full bool) error {
+// readBody gets past the request's body, which an origin that serves
+// files never uses: in holds the request, its header the first hdrLen
+// bytes. A body whose end is not buffered yet makes room for itself and
+// waits (errNeedMore); 100 Continue goes first when the client waits for
+// it (RFC 9110 §10.1.1), and never for a body that would be refused. The
+// framing is decided here, on the bytes buffered, so a body split across
+// reads anywhere reads as it would whole.
+func (ls *loopServer) readBody(r *loopReq, st *loopConnState, in []byte, hdrLen int, full bool) error {
 	req := &r.ctx.Request
-	if req.MayContinue() && !st.continued {
+	cl := req.Header.ContentLength()
+	var n int
+	switch {
+	case cl > maxRequestBody:
+		// RFC 9110 §15.5.14: 413 "the request content is larger than
+		// the server is willing or able to process"; refused before the
+		// client sends it.
+		return errBodyTooLarge
+	case cl == -1:
+		var err error
+		n, err = httpmsg.ScanChunked(in[hdrLen:], maxRequestBody, maxChunkedEncoded)
+		switch {
+		case errors.Is(err, httpmsg.ErrBodyTooLarge):
+			return errBodyTooLarge
+		case errors.Is(err, httpmsg.ErrIncomplete):
+			if full && len(in) >= hdrLen+maxChunkedEncoded {
+				return errBodyTooLarge
+			}
+			// Room to grow, up to the limit and its framing.
+			r.c.Grow(min(2*len(in), hdrLen+maxChunkedEncoded+2))
+			return ls.waitBody(r, st)
+		case err != nil:
+			return err
+		}
+	case cl > 0:
+		if len(in)-hdrLen < cl {
+			r.c.Grow(hdrLen + cl)
+			return ls.waitBody(r, st)
+		}
+		n = cl
+	}
+	if _, err := r.br.Discard(n); err != nil {
+		return fmt.Errorf("origin: skipping a %d-byte request body: %w", n, err)
+	}
+	return nil
+}
+
+// waitBody: the body is still arriving. A client that waits for 100
+// Continue before sending it is told to go on, once per request.
+func (ls *loopServer) waitBody(r *loopReq, st *loopConnState) error {
+	if r.ctx.Request.MayContinue() && !st.continued {
 		st.continued = true
 		if err := r.c.WriteNow(continueLine); err != nil {
 			return err
 		}
 	}
-	err := req.ContinueReadBody(r.br, maxRequestBody, false)
-	if err == nil || !(errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)) {
-		return err
-	}
-	// The body is still arriving: make room for all of it.
-	need := hdrLen + req.Header.ContentLength()
-	if req.Header.ContentLength() < 0 { // chunked: room to grow, up to the limit and its framing
-		need = min(2*inLen, hdrLen+2*maxRequestBody)
-		if full && inLen >= hdrLen+2*maxRequestBody {
-			return fasthttp.ErrBodyTooLarge
-		}
-	}
-	r.c.Grow(need)
 	return errNeedMore
 }
 
 // maxRequestBody is the largest request body read (and discarded): the
-// fasthttp engine's MaxRequestBodySize.
-const maxRequestBody = 64 << 10
+// fasthttp engine's MaxRequestBodySize. maxChunkedEncoded bounds the
+// same body chunked, its chunk-size lines, extensions and trailers
+// included.
+const (
+	maxRequestBody    = 64 << 10
+	maxChunkedEncoded = 2*maxRequestBody + 8<<10
+)
 
 var continueLine = []byte("HTTP/1.1 100 Continue\r\n\r\n")
 

@@ -2,6 +2,7 @@ package origin
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"math/rand/v2"
 	"strconv"
@@ -17,12 +18,19 @@ import (
 )
 
 var (
+	// errMessage: the request message itself is malformed (RFC 9112);
+	// each reason wraps it, and all are answered 400 with a close.
+	errMessage        = errors.New("origin: malformed request message")
+	errFieldName      = fmt.Errorf("%w: header field name is not a token", errMessage)
+	errObsFold        = fmt.Errorf("%w: header field line folded (obs-fold)", errMessage)
+	errBareLF         = fmt.Errorf("%w: request line or field line ends in a bare LF", errMessage)
+	errHost           = fmt.Errorf("%w: invalid Host or absolute-form authority", errMessage)
+	errTransferCoding = fmt.Errorf("%w: Transfer-Encoding without chunked as its final coding", errMessage)
+	errBodyTooLarge   = errors.New("origin: request body over the limit")
+	errTargetTooLong  = errors.New("origin: request-target longer than the header buffer")
 	errMethod         = errors.New("origin: method not allowed")
 	errNotImplemented = errors.New("origin: method not recognised")
 	errVersion        = errors.New("origin: HTTP major version not supported")
-	errFieldName      = errors.New("origin: header field name is not a token")
-	errObsFold        = errors.New("origin: header field line folded (obs-fold)")
-	errBareLF         = errors.New("origin: request line or field line ends in a bare LF")
 	errPrecondition   = errors.New("origin: precondition failed")
 )
 
@@ -30,8 +38,7 @@ var (
 // place that does so; the error's text never reaches the client.
 func statusFor(err error) int {
 	switch {
-	case errors.Is(err, errBadPath), errors.Is(err, errPathEscapes), errors.Is(err, errFieldName),
-		errors.Is(err, errObsFold):
+	case errors.Is(err, errBadPath), errors.Is(err, errPathEscapes), errors.Is(err, errMessage):
 		return fasthttp.StatusBadRequest
 	case errors.Is(err, errMethod):
 		return fasthttp.StatusMethodNotAllowed
@@ -106,7 +113,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 				"path", s.loggable(string(ctx.Path())), "err", err, "suppressed", s.emfileLog.Suppressed())
 		}
 	case code == fasthttp.StatusNotImplemented, code == fasthttp.StatusHTTPVersionNotSupported,
-		errors.Is(err, errFieldName), errors.Is(err, errObsFold):
+		errors.Is(err, errMessage):
 		// The client's doing, not the server's: counted, and logged at
 		// most once per interval.
 		if s.parseErrLog.Allow() {
@@ -148,6 +155,14 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		code = fasthttp.StatusRequestTimeout
 	case errors.Is(err, errVersion):
 		code = fasthttp.StatusHTTPVersionNotSupported
+	case errors.Is(err, errBodyTooLarge), errors.Is(err, fasthttp.ErrBodyTooLarge):
+		// RFC 9110 §15.5.14.
+		code = fasthttp.StatusRequestEntityTooLarge
+	case errors.Is(err, errTargetTooLong):
+		// RFC 9112 §3: "A server that receives a request-target longer
+		// than any URI it wishes to parse MUST respond with a 414 (URI
+		// Too Long) status code".
+		code = fasthttp.StatusRequestURITooLong
 	}
 	s.stats.BadRequests.Add(1)
 	s.stats.countResponse(code)

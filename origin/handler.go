@@ -1,6 +1,7 @@
 package origin
 
 import (
+	"bytes"
 	"crypto/rand"
 	"errors"
 	"strconv"
@@ -197,6 +198,33 @@ func checkMessage(h *fasthttp.RequestHeader, rh *reqHeaders) error {
 	if httpmsg.HasObsFold(h.RawHeaders()) {
 		return errObsFold
 	}
+	// fasthttp takes "Transfer-Encoding: identity" for no coding at all
+	// and drops the field. RFC 9112 §6.3: "If a Transfer-Encoding header
+	// field is present in a request and the chunked transfer coding is
+	// not the final encoding, the message body length cannot be
+	// determined reliably; the server MUST respond with the 400 (Bad
+	// Request) status code and then close the connection." (fasthttp
+	// itself refuses any other coding and a second field line.)
+	if te, ok := httpmsg.FieldValue(h.RawHeaders(), "Transfer-Encoding"); ok && !bytes.EqualFold(te, chunked) {
+		return errTransferCoding
+	}
+	return checkHost(h)
+}
+
+var chunked = []byte("chunked")
+
+// checkHost: RFC 9112 §3.2, a request whose Host has an invalid value
+// gets 400; with an absolute-form target the Host field is ignored for the
+// target's authority (§3.2.2), which must itself be valid: not empty
+// (RFC 9110 §4.2.1 "MUST reject"), no userinfo (§4.2.4). A missing Host
+// on HTTP/1.1 is refused by fasthttp itself.
+func checkHost(h *fasthttp.RequestHeader) error {
+	if !httpmsg.ValidHost(h.Host()) {
+		return errHost
+	}
+	if a, abs := httpmsg.AbsoluteAuthority(h.RequestURI()); abs && !httpmsg.ValidAuthority(a) {
+		return errHost
+	}
 	return nil
 }
 
@@ -248,7 +276,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, r
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
 	mt := s.lookupType(h.Name)
 	p.kind = mt.kind
-	done, uncached := s.checkInProgress(ctx, mt.kind, h, changed)
+	done, uncached := s.checkInProgress(ctx, h, changed)
 	if done {
 		return
 	}
