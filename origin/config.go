@@ -107,9 +107,9 @@ type Config struct {
 
 	// Settle is how long after its last write a file counts as complete:
 	// until then (its mtime or ctime, or a write the watcher saw, less
-	// than Settle ago; or an empty file where a media segment is
-	// expected) it is in progress, and InProgress decides its answer. 0
-	// turns the time rule off (the empty-segment rule stays).
+	// than Settle ago) it is in progress, and InProgress decides its
+	// answer. 0 turns the time rule off. An empty file is judged like
+	// any other.
 	Settle time.Duration
 	// InProgress is the answer for a file in progress: InProgress503
 	// (503 with Retry-After and Cache-Control: no-store, the default) or

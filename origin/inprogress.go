@@ -66,7 +66,7 @@ func (s *Server) noteWrite(name string) {
 	s.inProgressLog.forget(name)
 }
 
-// inProgress reports whether h, the file h.Name of kind k, last changed
+// inProgress reports whether h, the file h.Name, last changed
 // at changed (its ctime, or the one its content validator was computed
 // at when storing the validator moved ctime), may still be being written.
 // For a file that settled long ago it makes no system call: h's dates are
@@ -77,19 +77,11 @@ func (s *Server) noteWrite(name string) {
 // within -settle) is settled at once if the kernel says no process has
 // it open for writing (writerOpen): a writer that closed its file is done
 // with it, and one that still has it open is not, however long it pauses.
-func (s *Server) inProgress(k kind, h *cache.Handle, changed int64) bool {
+func (s *Server) inProgress(h *cache.Handle, changed int64) bool {
 	now := s.cfg.Now().UnixNano()
-	f := publish.File{
-		Size:    h.Size,
-		ModTime: h.ModTime.UnixNano(),
-		Ctime:   changed,
-		Segment: k == kindSegment,
-	}
+	f := publish.File{ModTime: h.ModTime.UnixNano(), Ctime: changed}
 	if !s.publish.InProgress(f, s.writes.Seen(h.Name, now, s.cfg.Settle), now) {
 		return false
-	}
-	if f.Segment && f.Size == 0 {
-		return true // an empty segment is never one to publish
 	}
 	if open, known := writerOpen(h.Fd()); known {
 		return open
@@ -100,8 +92,8 @@ func (s *Server) inProgress(k kind, h *cache.Handle, changed int64) bool {
 // checkInProgress applies the settle rule to a request for h. done true:
 // ctx holds the answer (503) and h is released. Otherwise uncached says
 // the file is in progress and its bytes go out with no-store.
-func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, k kind, h *cache.Handle, changed int64) (done, uncached bool) {
-	if !s.inProgress(k, h, changed) {
+func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, h *cache.Handle, changed int64) (done, uncached bool) {
+	if !s.inProgress(h, changed) {
 		return false, false
 	}
 	s.stats.InProgress.Add(1)

@@ -105,7 +105,7 @@ func parseFlags(args []string, stdout io.Writer, environ []string) (*options, er
 	fs.Int64Var(&c.NegativeCacheBytes, "negative-cache-bytes", c.NegativeCacheBytes, "memory budget of remembered missing names (name bytes plus 256 each; 0: none remembered)")
 	fs.BoolVar(&c.Watch, "watch", c.Watch, "invalidate the file cache on file system events (fsnotify)")
 	fs.DurationVar(&c.RevalidateEvery, "revalidate-every", c.RevalidateEvery, "stat cached files this often when -watch=false or the watcher lost events (> 0)")
-	fs.DurationVar(&c.Settle, "settle", c.Settle, "a file whose mtime or ctime (or a write the watcher saw) is less than this old, or an empty segment, is still being written: not served as complete (0: only empty segments); where the kernel can tell, one no process has open for writing is complete at once")
+	fs.DurationVar(&c.Settle, "settle", c.Settle, "a file whose mtime or ctime (or a write the watcher saw) is less than this old is still being written: not served as complete (0: only the watcher's events); where the kernel can tell, one no process has open for writing is complete at once")
 	inProgress := string(c.InProgress)
 	fs.StringVar(&inProgress, "in-progress", inProgress, "answer for a file still being written: 503 (Retry-After, Cache-Control: no-store) or uncached (its bytes so far, Cache-Control: no-store)")
 	etagMode := string(c.ETag)

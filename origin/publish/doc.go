@@ -7,7 +7,7 @@
 //   - The settle rule ([Rule.InProgress]): a file is in progress while its
 //     last write, as the file system dates it (mtime or ctime, whichever is
 //     later) or as the watcher saw it ([Writes]), is less than the settle
-//     period old, or while it is empty where a media segment is expected.
+//     period old. Its size says nothing: an empty file is served as one.
 //   - [Writes]: the names the watcher saw written lately and when, bounded
 //     in count, forgotten once settled.
 //
@@ -28,8 +28,7 @@
 //     future (a network file system's clock ahead of this one) is in
 //     progress until now passes it by the settle period: it cannot be
 //     told from a write happening now.
-//  3. Settle 0 turns the date rule off; the empty-segment rule stays (an
-//     empty media segment is never a playable one).
+//  3. Settle 0 turns the date rule off.
 //  4. A name the watcher saw written stays in progress for the settle
 //     period after the event even if the file's dates say otherwise (a
 //     network file system's clock may lag the origin's).

@@ -8,17 +8,18 @@ import (
 
 // File is what the rule needs to know of one version of a file: what one
 // fstat says.
+// Its size is not part of it: an empty file is a valid resource (an empty
+// subtitle segment, a placeholder), and one being created is caught by its
+// dates and the watcher like any other write.
 type File struct {
-	Size    int64
 	ModTime int64 // st_mtime, Unix nanoseconds
 	Ctime   int64 // st_ctime, Unix nanoseconds
-	Segment bool  // a media segment is expected at this name (by its extension)
 }
 
 // Rule is the settle rule.
 type Rule struct {
 	// Settle is how long after its last write a file counts as complete.
-	// 0: only the empty-segment rule and the watcher's events apply.
+	// 0: only the watcher's events apply.
 	Settle time.Duration
 }
 
@@ -26,9 +27,6 @@ type Rule struct {
 // being written; seen is the Unix nanoseconds of the last write the
 // watcher saw at its name (0: none).
 func (r Rule) InProgress(f File, seen, now int64) bool {
-	if f.Segment && f.Size == 0 {
-		return true
-	}
 	settle := int64(r.Settle)
 	if seen != 0 && within(seen, now, settle) {
 		return true
