@@ -176,12 +176,12 @@ func readCMCD(ctx *fasthttp.RequestCtx, hdrs *[4][]byte, d *cmcd.Data) (present 
 	return present, err
 }
 
-// cmcdCounters count requests that carried CMCD, with labels of low
-// cardinality only (no session or content IDs): the live form of CMCDStats.
-type cmcdCounters struct {
-	Requests   [cmcd.NumObjectTypes][cmcd.NumStreamingFormats]atomic.Int64 // GET/HEAD with CMCD, by ot and sf
-	Starvation atomic.Int64                                                // of those, with bs: the player's buffer ran dry
-	Malformed  atomic.Int64                                                // of those, with an entry dropped as malformed
+// CMCDCounters count requests that carried CMCD, with labels of low
+// cardinality only (no session or content IDs).
+type CMCDCounters[C any] struct {
+	Requests   [cmcd.NumObjectTypes][cmcd.NumStreamingFormats]C // GET/HEAD with CMCD, by ot and sf
+	Starvation C                                                // of those, with bs: the player's buffer ran dry
+	Malformed  C                                                // of those, with an entry dropped as malformed
 }
 
 // countCMCD parses and counts a GET or HEAD request's CMCD.

@@ -75,10 +75,12 @@ func (r AuthReason) logGroup() AuthReason {
 	return r
 }
 
-// authCounters count authorization outcomes, indexed by AuthReason (the
-// live form of AuthStats).
-type authCounters struct {
-	ByReason [NumAuthReasons]atomic.Int64
+// AuthCounters count authorization outcomes, indexed by AuthReason.
+type AuthCounters[C any] struct {
+	ByReason [NumAuthReasons]C
 }
 
-func (s *authCounters) count(r AuthReason) { s.ByReason[r].Add(1) }
+// authCounters are the live authorization counters.
+type authCounters = AuthCounters[atomic.Int64]
+
+func countAuth(s *authCounters, r AuthReason) { s.ByReason[r].Add(1) }

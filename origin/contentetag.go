@@ -2,7 +2,6 @@ package origin
 
 import (
 	"errors"
-	"sync/atomic"
 
 	"segorigin/cache"
 	"segorigin/origin/coldread"
@@ -34,17 +33,17 @@ const hashBuf = 1 << 20
 // (it changed while hashed, or its read failed). Answered 503.
 var errContentUnknown = errors.New("origin: content validator not known yet")
 
-// contentCounters count content validators (-etag content).
-type contentCounters struct {
-	Hashed      atomic.Int64 // files hashed
-	HashBytes   atomic.Int64 // bytes they held
-	HashNanos   atomic.Int64 // time spent hashing
-	FromAttr    atomic.Int64 // validators read from the extended attribute (no hash)
-	AttrFailed  atomic.Int64 // attributes that could not be written (kept in memory only)
-	Changed     atomic.Int64 // hashes thrown away: the file changed while hashed
-	Refused     atomic.Int64 // requests answered 503: the hash was not known by -cold-deadline
-	ReadErrors  atomic.Int64 // hashes that failed to read the file
-	AttrReadErr atomic.Int64 // attributes that could not be read (hashed instead)
+// ContentCounters count content validators (-etag content).
+type ContentCounters[C any] struct {
+	Hashed      C // files hashed
+	HashBytes   C // bytes they held
+	HashNanos   C // time spent hashing
+	FromAttr    C // validators read from the extended attribute (no hash)
+	AttrFailed  C // attributes that could not be written (kept in memory only)
+	Changed     C // hashes thrown away: the file changed while hashed
+	Refused     C // requests answered 503: the hash was not known by -cold-deadline
+	ReadErrors  C // hashes that failed to read the file
+	AttrReadErr C // attributes that could not be read (hashed instead)
 }
 
 // content returns h's content validator when it is known without a hash:

@@ -85,15 +85,6 @@ type loopReq struct {
 	rendered func()
 }
 
-// loopCounters are the loop engines' counters, which they share.
-type loopCounters = loop.Stats
-
-func (s *Server) loopSnapshot() LoopStats {
-	c := &s.loopStats
-	return LoopStats{Wakeups: c.Wakeups.Load(), Parks: c.Parks.Load(), Sends: c.Sends.Load(),
-		ShortSends: c.ShortSend.Load(), Timeouts: c.Timeouts.Load()}
-}
-
 func (s *Server) newLoopServer(gl *conn.Listener) (*loopServer, error) {
 	ls := &loopServer{s: s, ln: gl}
 	eng, err := loop.New(loop.Config{
@@ -108,7 +99,7 @@ func (s *Server) newLoopServer(gl *conn.Listener) (*loopServer, error) {
 		Window:       coldWindow,
 		Handler:      ls,
 		Logger:       s.log,
-		Stats:        &s.loopStats,
+		Stats:        &s.stats.Loop,
 	})
 	if err != nil {
 		return nil, err

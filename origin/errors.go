@@ -150,7 +150,7 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		code = fasthttp.StatusHTTPVersionNotSupported
 	}
 	s.stats.BadRequests.Add(1)
-	s.stats.countResponse(code)
+	s.countResponse(code)
 	if s.parseErrLog.Allow() {
 		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(),
 			"err", s.loggable(err.Error()), "suppressed", s.parseErrLog.Suppressed())

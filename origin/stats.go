@@ -9,56 +9,65 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/origin/conn"
+	"segorigin/origin/loop"
 	"segorigin/watcher"
 )
 
-// counters are the server's live counters, plain atomics; Server.Stats
-// copies them into a Stats. Nothing global.
-type counters struct {
-	Requests        atomic.Int64                       // requests that reached the handler
-	Status2xx       atomic.Int64                       // 2xx responses (200, 204, 206)
-	Status3xx       atomic.Int64                       // 3xx responses (304)
-	Status4xx       atomic.Int64                       // 4xx responses, unparseable requests' included
-	Status5xx       atomic.Int64                       // 5xx responses (503 on EMFILE included)
-	ByStatus        [len(statusCodes) + 1]atomic.Int64 // responses by code, as statusCodes; the last counts any other code
-	BadRequests     atomic.Int64                       // requests fasthttp could not parse (400/408/431)
-	HeaderTooLarge  atomic.Int64                       // of those, 431 answers
-	Multipart       atomic.Int64                       // multipart/byteranges answers
-	RangesIgnored   atomic.Int64                       // Range headers ignored as invalid or over the cap
-	Kinds           [3]atomic.Int64                    // file responses (200, 206, 304) by kind: other, playlist, segment
-	RootUnavailable atomic.Int64                       // times the media root was found missing, replaced or unreadable
-	BadPaths        atomic.Int64                       // request paths refused with 400 (bad escape, control byte, climbing above the root)
-	AccessLogErrors atomic.Int64                       // access log lines the writer refused
-	InProgress      atomic.Int64                       // requests for a file still being written (503, or bytes with no-store)
-	CMCD            cmcdCounters                       // requests carrying CMCD
+// Counters declares every counter of the server once, for two types: C
+// is atomic.Int64 in the live set the server increments (counters) and
+// int64 in the snapshot Server.Stats returns (Stats), which is copied
+// field by field from the live set without naming a field (snapshot.go).
+// What /metrics exports of them is declared in each subsystem's metric
+// table (metrics.go). Nothing global.
+type Counters[C any] struct {
+	Requests        C                       // requests that reached the handler
+	Status2xx       C                       // 2xx responses (200, 204, 206)
+	Status3xx       C                       // 3xx responses (304)
+	Status4xx       C                       // 4xx responses, unparseable requests' included
+	Status5xx       C                       // 5xx responses (503 on EMFILE included)
+	ByStatus        [len(statusCodes) + 1]C // responses by code, as statusCodes; the last counts any other code
+	BadRequests     C                       // requests fasthttp could not parse (400/408/431)
+	HeaderTooLarge  C                       // of those, 431 answers
+	Multipart       C                       // multipart/byteranges answers
+	RangesIgnored   C                       // Range headers ignored as invalid or over the cap
+	Kinds           [3]C                    // file responses (200, 206, 304) by kind: other, playlist, segment
+	RootUnavailable C                       // times the media root was found missing, replaced or unreadable
+	BadPaths        C                       // request paths refused with 400 (bad escape, control byte, climbing above the root)
+	AccessLogErrors C                       // access log lines the writer refused
+	InProgress      C                       // requests for a file still being written (503, or bytes with no-store)
+	CMCD            CMCDCounters[C]         // requests carrying CMCD
 
-	// ConnsOpen, ConnsRefused, AcceptEMFILE: counted by the listeners'
-	// gate (origin/conn).
-	conn.ListenerStats
+	// ConnsOpen, ConnsRefused, AcceptEMFILE, Proxy*: counted by the
+	// listeners' gate (origin/conn).
+	conn.ListenerCounters[C]
 
-	Transport transportCounters
-	Auth      authCounters
-	Rewrite   rewriteCounters
-	TLS       conn.TLSStats
-	Cold      coldCounters
-	ReadAhead raCounters
-	Content   contentCounters
+	Transport TransportCounters[C]
+	Auth      AuthCounters[C]
+	Rewrite   RewriteCounters[C] // playlists and manifests answered to a query token (Auth.QueryRewrite)
+	TLS       conn.TLSCounters[C]
+	Cold      ColdCounters[C]
+	ReadAhead ReadAheadCounters[C] // zero when read-ahead is off
+	Loop      loop.Counters[C]     // zero where no event loop serves
+	Content   ContentCounters[C]   // zero unless -etag content
 }
 
-// transportCounters count which body path served each response body, and
+// counters are the server's live counters.
+type counters = Counters[atomic.Int64]
+
+// TransportCounters count which body path served each response body, and
 // the bytes each sent (framing of multipart bodies included).
-type transportCounters struct {
-	SendfileResponses atomic.Int64 // bodies sent by sendfile(2) on plain TCP
-	SendfileBytes     atomic.Int64
-	KTLSResponses     atomic.Int64 // bodies sent by sendfile(2) on a kTLS socket
-	KTLSBytes         atomic.Int64
-	InlineResponses   atomic.Int64 // bodies sent from the cache entry's memory, with the header in one send
-	InlineBytes       atomic.Int64
-	CopyResponses     atomic.Int64 // bodies sent by pread into a pooled buffer and write
-	CopyBytes         atomic.Int64
-	SendfileFallbacks atomic.Int64 // sendfile refused by the file system (EINVAL/ENOSYS): served by copy
-	Truncated         atomic.Int64 // files that shrank while being sent: connection closed
-	Aborted           atomic.Int64 // bodies cut short by the client or a write timeout
+type TransportCounters[C any] struct {
+	SendfileResponses C // bodies sent by sendfile(2) on plain TCP
+	SendfileBytes     C
+	KTLSResponses     C // bodies sent by sendfile(2) on a kTLS socket
+	KTLSBytes         C
+	InlineResponses   C // bodies sent from the cache entry's memory, with the header in one send
+	InlineBytes       C
+	CopyResponses     C // bodies sent by pread into a pooled buffer and write
+	CopyBytes         C
+	SendfileFallbacks C // sendfile refused by the file system (EINVAL/ENOSYS): served by copy
+	Truncated         C // files that shrank while being sent: connection closed
+	Aborted           C // bodies cut short by the client or a write timeout
 }
 
 // KindName is the metric label of Stats.Kinds[i]: "other", "playlist" or
@@ -117,17 +126,18 @@ func statusIndex(code int) int {
 }
 
 // countResponse counts one finished response by its status code and class.
-func (s *counters) countResponse(code int) {
-	s.ByStatus[statusIndex(code)].Add(1)
+func (s *Server) countResponse(code int) {
+	c := &s.stats
+	c.ByStatus[statusIndex(code)].Add(1)
 	switch code / 100 {
 	case 2:
-		s.Status2xx.Add(1)
+		c.Status2xx.Add(1)
 	case 3:
-		s.Status3xx.Add(1)
+		c.Status3xx.Add(1)
 	case 4:
-		s.Status4xx.Add(1)
+		c.Status4xx.Add(1)
 	case 5:
-		s.Status5xx.Add(1)
+		c.Status5xx.Add(1)
 	}
 }
 
@@ -157,7 +167,7 @@ const errorKindLabel = "error"
 // latency under its kind of file, or under "error" for a 4xx or 5xx.
 func (s *Server) record(ctx *fasthttp.RequestCtx, k kind, d time.Duration) {
 	code := ctx.Response.StatusCode()
-	s.stats.countResponse(code)
+	s.countResponse(code)
 	o := s.latencyBy[k]
 	if code >= 400 {
 		o = s.latencyErr
