@@ -84,3 +84,9 @@ type AuthCounters[C any] struct {
 type authCounters = AuthCounters[atomic.Int64]
 
 func countAuth(s *authCounters, r AuthReason) { s.ByReason[r].Add(1) }
+
+// authMetrics declares authorization's metric.
+func authMetrics(t *table, st *AuthStats) {
+	m := t.counter("auth_total", "Authorization outcomes by reason.", "reason")
+	t.each(m, st.ByReason[:], func(r int) string { return AuthReason(r).String() })
+}

@@ -233,3 +233,26 @@ func (s *Server) ColdReadersBusy() int {
 	}
 	return int(s.cold.Stats().Running.Load())
 }
+
+// coldMetrics declares the cold path's metrics: the request side's
+// (st) and the readers' (coldread.Stats, live).
+func (s *Server) coldMetrics(t *table, st *ColdStats) {
+	ps := s.ColdPoolStats()
+	if ps == nil {
+		ps = new(coldread.Stats)
+	}
+	checked := t.counter("cold_checked_total", "Responses whose first window's residency was checked before the header, by kind.", "kind")
+	t.each(checked, st.Checked[:], KindName)
+	resident := t.counter("cold_resident_total", "Of those, found in the page cache (sent at once), by kind.", "kind")
+	t.each(resident, st.Resident[:], KindName)
+	t.one("cold_waits_total", "Windows that waited for a cold reader (cold reads).", st.Waited)
+	t.addFloat(t.counter("cold_wait_seconds_total", "Time requests spent waiting for cold readers (queue and read)."), seconds(st.WaitNanos))
+	t.addFloat(t.counter("cold_queue_wait_seconds_total", "Time cold reads spent queued before a reader took them."), seconds(ps.QueueWaitNanos.Load()))
+	events := t.counter("cold_events_total", "Cold-read outcomes: refused (503), aborted (mid-body), probe_error, load_error, still_cold, joined.", "event")
+	t.byLabel(events, map[string]int64{
+		"refused": st.Refused, "aborted": st.Aborted, "probe_error": st.ProbeErrs,
+		"load_error": st.LoadErrs, "still_cold": st.StillCold, "joined": ps.Joined.Load(),
+	})
+	t.one("cold_read_bytes_total", "Bytes the cold readers read for waiting requests.", st.LoadBytes)
+	t.add(t.gauge("cold_readers_busy", "Cold readers reading now."), ps.Running.Load())
+}

@@ -150,3 +150,14 @@ func (s *Server) hash(h *cache.Handle) {
 func handleVersion(h *cache.Handle) etag.Version {
 	return etag.Version{Size: h.Size, ModTime: h.ModTime.UnixNano(), Ctime: h.ChangeTime()}
 }
+
+// contentMetrics declares content validators' metrics.
+func contentMetrics(t *table, st *ContentStats) {
+	events := t.counter("content_etag_total", "Content validators (-etag content): hashed, attr_loaded (read from the extended attribute), attr_unwritable (kept in memory only), attr_read_error, changed (file written while hashed), read_error, refused (503: not known by -cold-deadline).", "event")
+	t.byLabel(events, map[string]int64{
+		"hashed": st.Hashed, "attr_loaded": st.FromAttr, "attr_unwritable": st.AttrFailed, "attr_read_error": st.AttrReadErr,
+		"changed": st.Changed, "read_error": st.ReadErrors, "refused": st.Refused,
+	})
+	t.one("content_hash_bytes_total", "Bytes hashed for content validators.", st.HashBytes)
+	t.addFloat(t.counter("content_hash_seconds_total", "Time spent hashing for content validators."), seconds(st.HashNanos))
+}

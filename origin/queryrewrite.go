@@ -226,3 +226,9 @@ func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg que
 	}
 	return t
 }
+
+// rewriteMetrics declares the query-token rewrite's metric.
+func rewriteMetrics(t *table, st *RewriteStats) {
+	m := t.counter("query_rewrite_total", "Playlists and manifests answered to a query token: rewritten (the token in every URI in its scope), unchanged (no URI needed it), too_large (over -auth-query-rewrite-max-bytes) and failed (unreadable as a playlist) are served as the file is.", "outcome")
+	t.byLabel(m, map[string]int64{"rewritten": st.Rewritten, "unchanged": st.Unchanged, "too_large": st.TooLarge, "failed": st.Failed})
+}

@@ -623,3 +623,20 @@ func ReadAheadSource(i int) string { return raSource(i).String() }
 // ReadAheadRefusal names the reason counted at index i of
 // ReadAheadStats.Refused, for metric labels.
 func ReadAheadRefusal(i int) string { return raRefusal(i).String() }
+
+// readAheadMetrics declares read-ahead's metrics.
+func readAheadMetrics(t *table, st *ReadAheadStats) {
+	t.each(t.counter("readahead_predicted_total", "Read-ahead predictions handed to the cold readers, by source.", "source"),
+		st.Predicted[:], ReadAheadSource)
+	events := t.counter("readahead_total", "What became of read-ahead: issued (read into the page cache), hit, wasted (evicted before its request), unused (never requested), resident (nothing to read), missing, dropped (no room).", "outcome")
+	t.byLabel(events, map[string]int64{
+		"issued": st.Issued, "hit": st.Hit, "wasted": st.Wasted, "unused": st.Unused,
+		"resident": st.Resident, "missing": st.Missing, "dropped": st.Dropped,
+	})
+	t.one("readahead_bytes_total", "Bytes read ahead.", st.Bytes)
+	t.each(t.counter("readahead_refused_total", "Read-ahead predictions dropped before any read: outside_root, hidden, unauthorized (the request's token or a public prefix does not cover it), symlink (leads out of the root or to a hidden file), repeated (a CMCD hint inside what was just read).", "reason"),
+		st.Refused[:], ReadAheadRefusal)
+	indexed := t.counter("readahead_indexed_total", "Playlists and sidx boxes parsed for read-ahead, and those that failed.", "result")
+	t.add(indexed, st.Indexed, "ok")
+	t.add(indexed, st.IndexErrs, "error")
+}

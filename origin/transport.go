@@ -342,3 +342,37 @@ var errRead = errors.New("origin: a body stream is sent by WriteTo, never read")
 // response fails (and its connection closes) rather than send bytes
 // nothing has tested.
 func (b *bodyStream) Read([]byte) (int, error) { return 0, errRead }
+
+// TransportCounters count which body path served each response body, and
+// the bytes each sent (framing of multipart bodies included).
+type TransportCounters[C any] struct {
+	SendfileResponses C // bodies sent by sendfile(2) on plain TCP
+	SendfileBytes     C
+	KTLSResponses     C // bodies sent by sendfile(2) on a kTLS socket
+	KTLSBytes         C
+	InlineResponses   C // bodies sent from the cache entry's memory, with the header in one send
+	InlineBytes       C
+	CopyResponses     C // bodies sent by pread into a pooled buffer and write
+	CopyBytes         C
+	SendfileFallbacks C // sendfile refused by the file system (EINVAL/ENOSYS): served by copy
+	Truncated         C // files that shrank while being sent: connection closed
+	Aborted           C // bodies cut short by the client or a write timeout
+}
+
+// transportMetrics declares the body paths' metrics.
+func transportMetrics(t *table, st *TransportStats) {
+	resp := t.counter("body_responses_total", "Response bodies by transport path.", "path")
+	bytes := t.counter("body_bytes_total", "Body bytes sent by transport path.", "path")
+	for path, v := range map[string][2]int64{
+		"sendfile": {st.SendfileResponses, st.SendfileBytes},
+		"ktls":     {st.KTLSResponses, st.KTLSBytes},
+		"inline":   {st.InlineResponses, st.InlineBytes},
+		"copy":     {st.CopyResponses, st.CopyBytes},
+	} {
+		t.add(resp, v[0], path)
+		t.add(bytes, v[1], path)
+	}
+	t.one("sendfile_fallbacks_total", "Responses where the file system refused sendfile and copy served.", st.SendfileFallbacks)
+	t.one("truncated_total", "Responses cut short because the file shrank while being sent.", st.Truncated)
+	t.one("aborted_total", "Responses cut short by the client or a write timeout.", st.Aborted)
+}
