@@ -503,30 +503,16 @@ func (r *loopReq) finished(_ *loop.Conn, sent int64, err error) {
 	s := r.ls.s
 	body := max(sent-int64(r.hdrLen), 0)
 	if h := r.p.h; h != nil {
-		t := &s.stats.Transport
-		switch r.via {
-		case "inline":
-			t.InlineResponses.Add(1)
-			t.InlineBytes.Add(body)
-		default:
-			if r.resp.Copied() {
-				r.via = "copy"
-				t.CopyResponses.Add(1)
-				t.CopyBytes.Add(body)
-			} else {
-				t.SendfileResponses.Add(1)
-				t.SendfileBytes.Add(body)
-			}
-		}
+		e := bodyEnd{via: r.via, sent: body, want: r.p.total, size: h.Size,
+			truncated: errors.Is(err, loop.ErrTruncated), aborted: err != nil}
 		switch {
-		case err == nil:
-		case errors.Is(err, loop.ErrTruncated):
-			t.Truncated.Add(1)
-			s.log.Warn("file shrank while being sent: closing the connection",
-				"sent", body, "want", r.p.total, "size_at_open", h.Size)
+		case r.via == "inline":
+		case r.resp.Copied():
+			e.via, r.via = "copy", "copy"
 		default:
-			t.Aborted.Add(1)
+			e.sendfiled = body
 		}
+		s.countBody(e)
 		h.Release()
 		r.p.h = nil
 	}
