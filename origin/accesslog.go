@@ -176,12 +176,12 @@ func readCMCD(ctx *fasthttp.RequestCtx, hdrs *[4][]byte, d *cmcd.Data) (present 
 	return present, err
 }
 
-// cmcdCounters count requests that carried CMCD, with labels of low
-// cardinality only (no session or content IDs): the live form of CMCDStats.
-type cmcdCounters struct {
-	Requests   [cmcd.NumObjectTypes][cmcd.NumStreamingFormats]atomic.Int64 // GET/HEAD with CMCD, by ot and sf
-	Starvation atomic.Int64                                                // of those, with bs: the player's buffer ran dry
-	Malformed  atomic.Int64                                                // of those, with an entry dropped as malformed
+// CMCDCounters count requests that carried CMCD, with labels of low
+// cardinality only (no session or content IDs).
+type CMCDCounters[C any] struct {
+	Requests   [cmcd.NumObjectTypes][cmcd.NumStreamingFormats]C // GET/HEAD with CMCD, by ot and sf
+	Starvation C                                                // of those, with bs: the player's buffer ran dry
+	Malformed  C                                                // of those, with an entry dropped as malformed
 }
 
 // countCMCD parses and counts a GET or HEAD request's CMCD.
@@ -202,4 +202,26 @@ func (s *Server) countCMCD(ctx *fasthttp.RequestCtx, rh *reqHeaders) {
 	if err != nil {
 		st.Malformed.Add(1)
 	}
+}
+
+// cmcdMetrics declares CMCD's metrics; object type and streaming format
+// pairs no request carried are left out.
+func cmcdMetrics(t *table, st *CMCDStats) {
+	req := t.counter("cmcd_requests_total", "GET and HEAD requests carrying CMCD (CTA-5004), by object type (ot) and streaming format (sf); none when not given.", "object_type", "streaming_format")
+	for ot := range st.Requests {
+		for sf, v := range st.Requests[ot] {
+			if v > 0 {
+				t.add(req, v, cmcdLabel(cmcd.ObjectType(ot).String()), cmcdLabel(cmcd.StreamingFormat(sf).String()))
+			}
+		}
+	}
+	t.one("cmcd_buffer_starvation_total", "Requests whose CMCD says the player's buffer ran dry since its previous request (bs).", st.Starvation)
+	t.one("cmcd_malformed_total", "Requests with a CMCD entry dropped as malformed (the request is served as if it were absent).", st.Malformed)
+}
+
+func cmcdLabel(token string) string {
+	if token == "" {
+		return "none"
+	}
+	return token
 }

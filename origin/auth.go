@@ -171,9 +171,9 @@ func (a *authorizer) check(ctx *fasthttp.RequestCtx, file, seg, ip string, now t
 	g, public, err := a.verify(ctx, file, seg, ip, now)
 	switch {
 	case public:
-		a.stats.count(AuthPublic)
+		countAuth(a.stats, AuthPublic)
 	default:
-		a.stats.count(authReasonOf(err))
+		countAuth(a.stats, authReasonOf(err))
 	}
 	return g, err
 }

@@ -75,10 +75,18 @@ func (r AuthReason) logGroup() AuthReason {
 	return r
 }
 
-// authCounters count authorization outcomes, indexed by AuthReason (the
-// live form of AuthStats).
-type authCounters struct {
-	ByReason [NumAuthReasons]atomic.Int64
+// AuthCounters count authorization outcomes, indexed by AuthReason.
+type AuthCounters[C any] struct {
+	ByReason [NumAuthReasons]C
 }
 
-func (s *authCounters) count(r AuthReason) { s.ByReason[r].Add(1) }
+// authCounters are the live authorization counters.
+type authCounters = AuthCounters[atomic.Int64]
+
+func countAuth(s *authCounters, r AuthReason) { s.ByReason[r].Add(1) }
+
+// authMetrics declares authorization's metric.
+func authMetrics(t *table, st *AuthStats) {
+	m := t.counter("auth_total", "Authorization outcomes by reason.", "reason")
+	t.each(m, st.ByReason[:], func(r int) string { return AuthReason(r).String() })
+}

@@ -2,7 +2,6 @@ package origin
 
 import (
 	"errors"
-	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
 
@@ -28,21 +27,20 @@ const coldFirstWindow = 256 << 10
 // to. Never answered: the engine retries where blocking is allowed.
 var errWouldBlock = errors.New("origin: would block")
 
-// coldCounters count the cold-read path: how often a span to be sent was
-// resident already, and how often it had to wait for a pool reader (the
-// live form of ColdStats).
-type coldCounters struct {
-	Checked   [3]atomic.Int64 // first windows checked before the header, by kind
-	Resident  [3]atomic.Int64 // of those, found resident: sent at once, by kind
-	Waited    atomic.Int64    // windows (first or later) that waited for a pool reader
-	Refused   atomic.Int64    // requests answered 503 + Retry-After: queue full or deadline passed
-	Aborted   atomic.Int64    // later windows not resident in time: connection closed mid-body
-	ProbeErrs atomic.Int64    // residency checks the kernel refused (treated as cold)
-	LoadErrs  atomic.Int64    // pool reads that failed (the send then reports the error)
-	LoadBytes atomic.Int64    // bytes the pool read for waiting requests
-	StillCold atomic.Int64    // windows not resident even after the pool read them (evicted at once, or the file was replaced)
-	WaitNanos atomic.Int64    // sum of request-side waits for the pool (queue + read)
-	WaitCount atomic.Int64    // waits summed in WaitNanos
+// ColdCounters count the cold-read path: how often a span to be sent was
+// resident already, and how often it had to wait for a pool reader.
+type ColdCounters[C any] struct {
+	Checked   [3]C // first windows checked before the header, by kind
+	Resident  [3]C // of those, found resident: sent at once, by kind
+	Waited    C    // windows (first or later) that waited for a pool reader
+	Refused   C    // requests answered 503 + Retry-After: queue full or deadline passed
+	Aborted   C    // later windows not resident in time: connection closed mid-body
+	ProbeErrs C    // residency checks the kernel refused (treated as cold)
+	LoadErrs  C    // pool reads that failed (the send then reports the error)
+	LoadBytes C    // bytes the pool read for waiting requests
+	StillCold C    // windows not resident even after the pool read them (evicted at once, or the file was replaced)
+	WaitNanos C    // sum of request-side waits for the pool (queue + read)
+	WaitCount C    // waits summed in WaitNanos
 }
 
 // beforeBody is the cold path's one hook into the request path: for a GET
@@ -234,4 +232,27 @@ func (s *Server) ColdReadersBusy() int {
 		return 0
 	}
 	return int(s.cold.Stats().Running.Load())
+}
+
+// coldMetrics declares the cold path's metrics: the request side's
+// (st) and the readers' (coldread.Stats, live).
+func (s *Server) coldMetrics(t *table, st *ColdStats) {
+	ps := s.ColdPoolStats()
+	if ps == nil {
+		ps = new(coldread.Stats)
+	}
+	checked := t.counter("cold_checked_total", "Responses whose first window's residency was checked before the header, by kind.", "kind")
+	t.each(checked, st.Checked[:], KindName)
+	resident := t.counter("cold_resident_total", "Of those, found in the page cache (sent at once), by kind.", "kind")
+	t.each(resident, st.Resident[:], KindName)
+	t.one("cold_waits_total", "Windows that waited for a cold reader (cold reads).", st.Waited)
+	t.addFloat(t.counter("cold_wait_seconds_total", "Time requests spent waiting for cold readers (queue and read)."), seconds(st.WaitNanos))
+	t.addFloat(t.counter("cold_queue_wait_seconds_total", "Time cold reads spent queued before a reader took them."), seconds(ps.QueueWaitNanos.Load()))
+	events := t.counter("cold_events_total", "Cold-read outcomes: refused (503), aborted (mid-body), probe_error, load_error, still_cold, joined.", "event")
+	t.byLabel(events, map[string]int64{
+		"refused": st.Refused, "aborted": st.Aborted, "probe_error": st.ProbeErrs,
+		"load_error": st.LoadErrs, "still_cold": st.StillCold, "joined": ps.Joined.Load(),
+	})
+	t.one("cold_read_bytes_total", "Bytes the cold readers read for waiting requests.", st.LoadBytes)
+	t.add(t.gauge("cold_readers_busy", "Cold readers reading now."), ps.Running.Load())
 }

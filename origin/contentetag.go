@@ -2,7 +2,6 @@ package origin
 
 import (
 	"errors"
-	"sync/atomic"
 
 	"segorigin/cache"
 	"segorigin/origin/coldread"
@@ -34,17 +33,17 @@ const hashBuf = 1 << 20
 // (it changed while hashed, or its read failed). Answered 503.
 var errContentUnknown = errors.New("origin: content validator not known yet")
 
-// contentCounters count content validators (-etag content).
-type contentCounters struct {
-	Hashed      atomic.Int64 // files hashed
-	HashBytes   atomic.Int64 // bytes they held
-	HashNanos   atomic.Int64 // time spent hashing
-	FromAttr    atomic.Int64 // validators read from the extended attribute (no hash)
-	AttrFailed  atomic.Int64 // attributes that could not be written (kept in memory only)
-	Changed     atomic.Int64 // hashes thrown away: the file changed while hashed
-	Refused     atomic.Int64 // requests answered 503: the hash was not known by -cold-deadline
-	ReadErrors  atomic.Int64 // hashes that failed to read the file
-	AttrReadErr atomic.Int64 // attributes that could not be read (hashed instead)
+// ContentCounters count content validators (-etag content).
+type ContentCounters[C any] struct {
+	Hashed      C // files hashed
+	HashBytes   C // bytes they held
+	HashNanos   C // time spent hashing
+	FromAttr    C // validators read from the extended attribute (no hash)
+	AttrFailed  C // attributes that could not be written (kept in memory only)
+	Changed     C // hashes thrown away: the file changed while hashed
+	Refused     C // requests answered 503: the hash was not known by -cold-deadline
+	ReadErrors  C // hashes that failed to read the file
+	AttrReadErr C // attributes that could not be read (hashed instead)
 }
 
 // content returns h's content validator when it is known without a hash:
@@ -150,4 +149,15 @@ func (s *Server) hash(h *cache.Handle) {
 // handleVersion is the version of the file h has open.
 func handleVersion(h *cache.Handle) etag.Version {
 	return etag.Version{Size: h.Size, ModTime: h.ModTime.UnixNano(), Ctime: h.ChangeTime()}
+}
+
+// contentMetrics declares content validators' metrics.
+func contentMetrics(t *table, st *ContentStats) {
+	events := t.counter("content_etag_total", "Content validators (-etag content): hashed, attr_loaded (read from the extended attribute), attr_unwritable (kept in memory only), attr_read_error, changed (file written while hashed), read_error, refused (503: not known by -cold-deadline).", "event")
+	t.byLabel(events, map[string]int64{
+		"hashed": st.Hashed, "attr_loaded": st.FromAttr, "attr_unwritable": st.AttrFailed, "attr_read_error": st.AttrReadErr,
+		"changed": st.Changed, "read_error": st.ReadErrors, "refused": st.Refused,
+	})
+	t.one("content_hash_bytes_total", "Bytes hashed for content validators.", st.HashBytes)
+	t.addFloat(t.counter("content_hash_seconds_total", "Time spent hashing for content validators."), seconds(st.HashNanos))
 }

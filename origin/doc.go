@@ -131,6 +131,29 @@
 // the next line saying how many were held back; text that comes from a
 // request is redacted and cut before it is logged.
 //
+// # Counters and metrics
+//
+// Each subsystem declares its counters once, as a struct generic over the
+// counter type (TransportCounters[C], ColdCounters[C], conn's
+// ListenerCounters[C], loop's Counters[C], ...), gathered in Counters[C].
+// The server increments Counters[atomic.Int64]; Server.Stats returns
+// Counters[int64] (Stats), copied by one reflective walk over the two
+// (snapshot.go), so a new field is in the snapshot with no line there.
+// Beside its counters each subsystem has a metric table function
+// (transportMetrics, coldMetrics, ...: metrics.go collects them) that
+// declares its metrics: name, help, labels, counter or gauge, and the
+// snapshot field each series reads. Server.Metrics builds the table from
+// one snapshot at each scrape; origin/admin turns it into Prometheus
+// descriptors and samples and names no metric itself. A subsystem that is
+// off declares its metrics and exports no series (table.off).
+//
+// A new counter is: a field in its subsystem's counter struct, a line in
+// its metric table function, the increment where the event happens, and
+// a row in docs/operations.md (TestMetricsDeclared checks that every
+// declared metric is exported and documented, and that nothing else is
+// exported). The latency histogram (Server.Latency) is the one metric
+// outside the tables: a Prometheus collector of its own.
+//
 // # What it never does
 //
 // It never lets a loop thread wait on storage, never lists directories,

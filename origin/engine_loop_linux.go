@@ -85,15 +85,6 @@ type loopReq struct {
 	rendered func()
 }
 
-// loopCounters are the loop engines' counters, which they share.
-type loopCounters = loop.Stats
-
-func (s *Server) loopSnapshot() LoopStats {
-	c := &s.loopStats
-	return LoopStats{Wakeups: c.Wakeups.Load(), Parks: c.Parks.Load(), Sends: c.Sends.Load(),
-		ShortSends: c.ShortSend.Load(), Timeouts: c.Timeouts.Load()}
-}
-
 func (s *Server) newLoopServer(gl *conn.Listener) (*loopServer, error) {
 	ls := &loopServer{s: s, ln: gl}
 	eng, err := loop.New(loop.Config{
@@ -108,7 +99,7 @@ func (s *Server) newLoopServer(gl *conn.Listener) (*loopServer, error) {
 		Window:       coldWindow,
 		Handler:      ls,
 		Logger:       s.log,
-		Stats:        &s.loopStats,
+		Stats:        &s.stats.Loop,
 	})
 	if err != nil {
 		return nil, err
@@ -560,30 +551,16 @@ func (r *loopReq) finished(_ *loop.Conn, sent int64, err error) {
 	s := r.ls.s
 	body := max(sent-int64(r.hdrLen), 0)
 	if h := r.p.h; h != nil {
-		t := &s.stats.Transport
-		switch r.via {
-		case "inline":
-			t.InlineResponses.Add(1)
-			t.InlineBytes.Add(body)
-		default:
-			if r.resp.Copied() {
-				r.via = "copy"
-				t.CopyResponses.Add(1)
-				t.CopyBytes.Add(body)
-			} else {
-				t.SendfileResponses.Add(1)
-				t.SendfileBytes.Add(body)
-			}
-		}
+		e := bodyEnd{via: r.via, sent: body, want: r.p.total, size: h.Size,
+			truncated: errors.Is(err, loop.ErrTruncated), aborted: err != nil}
 		switch {
-		case err == nil:
-		case errors.Is(err, loop.ErrTruncated):
-			t.Truncated.Add(1)
-			s.log.Warn("file shrank while being sent: closing the connection",
-				"sent", body, "want", r.p.total, "size_at_open", h.Size)
+		case r.via == "inline":
+		case r.resp.Copied():
+			e.via, r.via = "copy", "copy"
 		default:
-			t.Aborted.Add(1)
+			e.sendfiled = body
 		}
+		s.countBody(e)
 		h.Release()
 		r.p.h = nil
 	}

@@ -17,11 +17,6 @@ const defaultEngine = EngineFastHTTP
 
 type loopServer struct{}
 
-// loopCounters: no loop engine, nothing counted.
-type loopCounters struct{}
-
-func (s *Server) loopSnapshot() LoopStats { return LoopStats{} }
-
 func (s *Server) newLoopServer(*conn.Listener) (*loopServer, error) {
 	return nil, errors.New("origin: the loop engine needs Linux")
 }

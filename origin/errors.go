@@ -165,7 +165,7 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		code = fasthttp.StatusRequestURITooLong
 	}
 	s.stats.BadRequests.Add(1)
-	s.stats.countResponse(code)
+	s.countResponse(code)
 	if s.parseErrLog.Allow() {
 		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(),
 			"err", s.loggable(err.Error()), "suppressed", s.parseErrLog.Suppressed())

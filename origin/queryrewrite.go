@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -26,13 +25,13 @@ import (
 // server hold much memory for it.
 const defaultQueryRewriteMax = 1 << 20
 
-// rewriteCounters count what became of playlists and manifests answered
-// to a query token (the live form of RewriteStats).
-type rewriteCounters struct {
-	Rewritten atomic.Int64 // served with the token written into their URIs
-	Unchanged atomic.Int64 // no URI needed it (none listed, or none in scope): the file as it is
-	TooLarge  atomic.Int64 // over -auth-query-rewrite-max-bytes: served unrewritten
-	Failed    atomic.Int64 // not a playlist or manifest the rewriter could read: served unrewritten
+// RewriteCounters count what became of playlists and manifests answered
+// to a query token with Auth.QueryRewrite on.
+type RewriteCounters[C any] struct {
+	Rewritten C // served with the token written into their URIs
+	Unchanged C // no URI needed it (none listed, or none in scope): the file as it is
+	TooLarge  C // over -auth-query-rewrite-max-bytes: served unrewritten
+	Failed    C // not a playlist or manifest the rewriter could read: served unrewritten
 }
 
 // queryGrant is what a query-carried token gives the rewrite: the token
@@ -226,4 +225,10 @@ func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg que
 		return append(dst, param...), true
 	}
 	return t
+}
+
+// rewriteMetrics declares the query-token rewrite's metric.
+func rewriteMetrics(t *table, st *RewriteStats) {
+	m := t.counter("query_rewrite_total", "Playlists and manifests answered to a query token: rewritten (the token in every URI in its scope), unchanged (no URI needed it), too_large (over -auth-query-rewrite-max-bytes) and failed (unreadable as a playlist) are served as the file is.", "outcome")
+	t.byLabel(m, map[string]int64{"rewritten": st.Rewritten, "unchanged": st.Unchanged, "too_large": st.TooLarge, "failed": st.Failed})
 }

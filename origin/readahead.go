@@ -76,22 +76,24 @@ func (r raRefusal) String() string {
 	return [...]string{"outside_root", "hidden", "unauthorized", "symlink", "repeated"}[r]
 }
 
-// raCounters count predictions and what became of them (the live form of
-// ReadAheadStats).
-type raCounters struct {
-	Predicted [numSources]atomic.Int64  // predictions handed to the pool, by source
-	Dropped   atomic.Int64              // predictions the pool had no room for
-	Refused   [numRefusals]atomic.Int64 // predictions dropped before any read, by reason
-	Missing   atomic.Int64              // predicted objects that do not exist (a numbering guess past the end)
-	Resident  atomic.Int64              // predicted objects already resident: nothing to read
-	Issued    atomic.Int64              // predictions read into the page cache
-	Bytes     atomic.Int64              // bytes those reads covered
-	Hit       atomic.Int64              // requests for a read-ahead object that found it resident
-	Wasted    atomic.Int64              // requests for a read-ahead object that found it evicted again
-	Unused    atomic.Int64              // read-ahead objects never requested before being forgotten
-	Indexed   atomic.Int64              // playlists and sidx boxes parsed
-	IndexErrs atomic.Int64              // playlists and sidx boxes that could not be read or parsed
+// ReadAheadCounters count predictions and what became of them.
+type ReadAheadCounters[C any] struct {
+	Predicted [numSources]C  // predictions handed to the pool, by source
+	Dropped   C              // predictions the pool had no room for
+	Refused   [numRefusals]C // predictions dropped before any read, by reason (ReadAheadRefusal names them)
+	Missing   C              // predicted objects that do not exist (a numbering guess past the end)
+	Resident  C              // predicted objects already resident: nothing to read
+	Issued    C              // predictions read into the page cache
+	Bytes     C              // bytes those reads covered
+	Hit       C              // requests for a read-ahead object that found it resident
+	Wasted    C              // requests for a read-ahead object that found it evicted again
+	Unused    C              // read-ahead objects never requested before being forgotten
+	Indexed   C              // playlists and sidx boxes parsed
+	IndexErrs C              // playlists and sidx boxes that could not be read or parsed
 }
+
+// raCounters are read-ahead's live counters.
+type raCounters = ReadAheadCounters[atomic.Int64]
 
 const (
 	raIssuedMax   = 8192             // read-ahead objects remembered until requested
@@ -611,7 +613,7 @@ func (s *Server) ReadAheadStats() (st ReadAheadStats, ok bool) {
 	if s.ra == nil {
 		return ReadAheadStats{}, false
 	}
-	return s.stats.ReadAhead.snapshot(), true
+	return s.Stats().ReadAhead, true
 }
 
 // ReadAheadSource names the source counted at index i of
@@ -621,3 +623,20 @@ func ReadAheadSource(i int) string { return raSource(i).String() }
 // ReadAheadRefusal names the reason counted at index i of
 // ReadAheadStats.Refused, for metric labels.
 func ReadAheadRefusal(i int) string { return raRefusal(i).String() }
+
+// readAheadMetrics declares read-ahead's metrics.
+func readAheadMetrics(t *table, st *ReadAheadStats) {
+	t.each(t.counter("readahead_predicted_total", "Read-ahead predictions handed to the cold readers, by source.", "source"),
+		st.Predicted[:], ReadAheadSource)
+	events := t.counter("readahead_total", "What became of read-ahead: issued (read into the page cache), hit, wasted (evicted before its request), unused (never requested), resident (nothing to read), missing, dropped (no room).", "outcome")
+	t.byLabel(events, map[string]int64{
+		"issued": st.Issued, "hit": st.Hit, "wasted": st.Wasted, "unused": st.Unused,
+		"resident": st.Resident, "missing": st.Missing, "dropped": st.Dropped,
+	})
+	t.one("readahead_bytes_total", "Bytes read ahead.", st.Bytes)
+	t.each(t.counter("readahead_refused_total", "Read-ahead predictions dropped before any read: outside_root, hidden, unauthorized (the request's token or a public prefix does not cover it), symlink (leads out of the root or to a hidden file), repeated (a CMCD hint inside what was just read).", "reason"),
+		st.Refused[:], ReadAheadRefusal)
+	indexed := t.counter("readahead_indexed_total", "Playlists and sidx boxes parsed for read-ahead, and those that failed.", "result")
+	t.add(indexed, st.Indexed, "ok")
+	t.add(indexed, st.IndexErrs, "error")
+}

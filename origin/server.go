@@ -28,14 +28,13 @@ import (
 // Server is a segorigin origin: one fasthttp server over one media root,
 // with its file cache and, when enabled, the watcher that invalidates it.
 type Server struct {
-	cfg       Config
-	log       *slog.Logger
-	loopStats loopCounters // every loop engine's, shared
-	root      *os.Root     // confines opens to cfg.Root (symlinks included)
-	cache     *cache.Cache
-	watch     *watcher.Watcher // nil when cfg.Watch is false
-	cold      *coldread.Pool   // nil when cfg.ColdReaders is 0
-	ra        *readAhead       // nil when read-ahead is off
+	cfg   Config
+	log   *slog.Logger
+	root  *os.Root // confines opens to cfg.Root (symlinks included)
+	cache *cache.Cache
+	watch *watcher.Watcher // nil when cfg.Watch is false
+	cold  *coldread.Pool   // nil when cfg.ColdReaders is 0
+	ra    *readAhead       // nil when read-ahead is off
 	// opens bounds opens and stats in progress (cache misses and
 	// revalidations) to cfg.ColdReaders when the cold path is on: on slow
 	// storage they block their thread too, and a burst of misses must not
@@ -138,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 		Proxy:         conn.ProxyMode(cfg.ProxyProtocol),
 		OnFDPressure:  s.onFDPressure,
 		Logger:        s.log,
-		Stats:         &s.stats.ListenerStats,
+		Stats:         &s.stats.ListenerCounters,
 		Now:           cfg.Now,
 	}); err != nil {
 		root.Close()
@@ -504,15 +503,6 @@ func (s *Server) loopFor(ln, wl net.Listener) *loopServer {
 // Close releases the cache and the root. Call it after Run returned.
 func (s *Server) Close() error {
 	return errors.Join(s.cache.Close(), s.root.Close())
-}
-
-// Stats returns a snapshot of the server's counters; call it again to see
-// new counts. The fields are read one by one, so a snapshot taken under
-// load is not a single instant.
-func (s *Server) Stats() Stats {
-	st := s.stats.snapshot()
-	st.Loop = s.loopSnapshot()
-	return st
 }
 
 // CacheStats returns a snapshot of the file cache's counters.

@@ -9,57 +9,50 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"segorigin/origin/conn"
+	"segorigin/origin/loop"
 	"segorigin/watcher"
 )
 
-// counters are the server's live counters, plain atomics; Server.Stats
-// copies them into a Stats. Nothing global.
-type counters struct {
-	Requests        atomic.Int64                       // requests that reached the handler
-	Status2xx       atomic.Int64                       // 2xx responses (200, 204, 206)
-	Status3xx       atomic.Int64                       // 3xx responses (304)
-	Status4xx       atomic.Int64                       // 4xx responses, unparseable requests' included
-	Status5xx       atomic.Int64                       // 5xx responses (503 on EMFILE included)
-	ByStatus        [len(statusCodes) + 1]atomic.Int64 // responses by code, as statusCodes; the last counts any other code
-	BadRequests     atomic.Int64                       // requests fasthttp could not parse (400/408/431)
-	HeaderTooLarge  atomic.Int64                       // of those, 431 answers
-	Multipart       atomic.Int64                       // multipart/byteranges answers
-	RangesIgnored   atomic.Int64                       // Range headers ignored as invalid or over the cap
-	Kinds           [3]atomic.Int64                    // file responses (200, 206, 304) by kind: other, playlist, segment
-	RootUnavailable atomic.Int64                       // times the media root was found missing, replaced or unreadable
-	BadPaths        atomic.Int64                       // request paths refused with 400 (bad escape, control byte, climbing above the root)
-	AccessLogErrors atomic.Int64                       // access log lines the writer refused
-	InProgress      atomic.Int64                       // requests for a file still being written (503, or bytes with no-store)
-	CMCD            cmcdCounters                       // requests carrying CMCD
+// Counters declares every counter of the server once, for two types: C
+// is atomic.Int64 in the live set the server increments (counters) and
+// int64 in the snapshot Server.Stats returns (Stats), which is copied
+// field by field from the live set without naming a field (snapshot.go).
+// What /metrics exports of them is declared in each subsystem's metric
+// table (metrics.go). Nothing global.
+type Counters[C any] struct {
+	Requests        C                       // requests that reached the handler
+	Status2xx       C                       // 2xx responses (200, 204, 206)
+	Status3xx       C                       // 3xx responses (304)
+	Status4xx       C                       // 4xx responses, unparseable requests' included
+	Status5xx       C                       // 5xx responses (503 on EMFILE included)
+	ByStatus        [len(statusCodes) + 1]C // responses by code, as statusCodes; the last counts any other code
+	BadRequests     C                       // requests fasthttp could not parse (400/408/431)
+	HeaderTooLarge  C                       // of those, 431 answers
+	Multipart       C                       // multipart/byteranges answers
+	RangesIgnored   C                       // Range headers ignored as invalid or over the cap
+	Kinds           [3]C                    // file responses (200, 206, 304) by kind: other, playlist, segment
+	RootUnavailable C                       // times the media root was found missing, replaced or unreadable
+	BadPaths        C                       // request paths refused with 400 (bad escape, control byte, climbing above the root)
+	AccessLogErrors C                       // access log lines the writer refused
+	InProgress      C                       // requests for a file still being written (503, or bytes with no-store)
+	CMCD            CMCDCounters[C]         // requests carrying CMCD
 
-	// ConnsOpen, ConnsRefused, AcceptEMFILE: counted by the listeners'
-	// gate (origin/conn).
-	conn.ListenerStats
+	// ConnsOpen, ConnsRefused, AcceptEMFILE, Proxy*: counted by the
+	// listeners' gate (origin/conn).
+	conn.ListenerCounters[C]
 
-	Transport transportCounters
-	Auth      authCounters
-	Rewrite   rewriteCounters
-	TLS       conn.TLSStats
-	Cold      coldCounters
-	ReadAhead raCounters
-	Content   contentCounters
+	Transport TransportCounters[C]
+	Auth      AuthCounters[C]
+	Rewrite   RewriteCounters[C] // playlists and manifests answered to a query token (Auth.QueryRewrite)
+	TLS       conn.TLSCounters[C]
+	Cold      ColdCounters[C]
+	ReadAhead ReadAheadCounters[C] // zero when read-ahead is off
+	Loop      loop.Counters[C]     // zero where no event loop serves
+	Content   ContentCounters[C]   // zero unless -etag content
 }
 
-// transportCounters count which body path served each response body, and
-// the bytes each sent (framing of multipart bodies included).
-type transportCounters struct {
-	SendfileResponses atomic.Int64 // bodies sent by sendfile(2) on plain TCP
-	SendfileBytes     atomic.Int64
-	KTLSResponses     atomic.Int64 // bodies sent by sendfile(2) on a kTLS socket
-	KTLSBytes         atomic.Int64
-	InlineResponses   atomic.Int64 // bodies sent from the cache entry's memory, with the header in one send
-	InlineBytes       atomic.Int64
-	CopyResponses     atomic.Int64 // bodies sent by pread into a pooled buffer and write
-	CopyBytes         atomic.Int64
-	SendfileFallbacks atomic.Int64 // sendfile refused by the file system (EINVAL/ENOSYS): served by copy
-	Truncated         atomic.Int64 // files that shrank while being sent: connection closed
-	Aborted           atomic.Int64 // bodies cut short by the client or a write timeout
-}
+// counters are the server's live counters.
+type counters = Counters[atomic.Int64]
 
 // KindName is the metric label of Stats.Kinds[i]: "other", "playlist" or
 // "segment".
@@ -117,17 +110,18 @@ func statusIndex(code int) int {
 }
 
 // countResponse counts one finished response by its status code and class.
-func (s *counters) countResponse(code int) {
-	s.ByStatus[statusIndex(code)].Add(1)
+func (s *Server) countResponse(code int) {
+	c := &s.stats
+	c.ByStatus[statusIndex(code)].Add(1)
 	switch code / 100 {
 	case 2:
-		s.Status2xx.Add(1)
+		c.Status2xx.Add(1)
 	case 3:
-		s.Status3xx.Add(1)
+		c.Status3xx.Add(1)
 	case 4:
-		s.Status4xx.Add(1)
+		c.Status4xx.Add(1)
 	case 5:
-		s.Status5xx.Add(1)
+		c.Status5xx.Add(1)
 	}
 }
 
@@ -157,7 +151,7 @@ const errorKindLabel = "error"
 // latency under its kind of file, or under "error" for a 4xx or 5xx.
 func (s *Server) record(ctx *fasthttp.RequestCtx, k kind, d time.Duration) {
 	code := ctx.Response.StatusCode()
-	s.stats.countResponse(code)
+	s.countResponse(code)
 	o := s.latencyBy[k]
 	if code >= 400 {
 		o = s.latencyErr
@@ -168,3 +162,79 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, k kind, d time.Duration) {
 // Build is the binary's description given in Config.Build, for
 // segorigin_build_info.
 func (s *Server) Build() BuildInfo { return s.cfg.Build }
+
+// serverMetrics declares the metrics of the request path as a whole.
+func (s *Server) serverMetrics(t *table, st *Stats) {
+	t.one("requests_total", "Requests that reached the handler.", st.Requests)
+	t.byLabel(t.counter("responses_total", "Responses by status class (unparseable requests' 400, 408 and 431 included).", "class"),
+		map[string]int64{"2xx": st.Status2xx, "3xx": st.Status3xx, "4xx": st.Status4xx, "5xx": st.Status5xx})
+	t.each(t.counter("responses_by_code_total", "Responses by status code: the codes the server emits, any other as \"other\".", "code"),
+		st.ByStatus[:], StatusLabel)
+	b := s.Build()
+	t.add(t.gauge("build_info", "The running binary: version, Go version and VCS commit; always 1.", "version", "goversion", "commit"),
+		1, b.Version, b.GoVersion, b.Commit)
+	t.add(t.gauge("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check."), flag(s.RootAvailable()))
+	t.one("root_unavailable_total", "Times the media root was found missing, replaced or unreadable (each outage counted once).", st.RootUnavailable)
+	t.each(t.counter("file_responses_total", "File responses (200, 206, 304) by kind of file.", "kind"), st.Kinds[:], KindName)
+	t.one("bad_requests_total", "Requests fasthttp could not parse (400, 408, 431).", st.BadRequests)
+	t.one("header_too_large_total", "Requests refused with 431.", st.HeaderTooLarge)
+	t.one("multipart_responses_total", "multipart/byteranges responses.", st.Multipart)
+	t.one("ranges_ignored_total", "Range headers ignored as invalid or over -max-ranges.", st.RangesIgnored)
+	t.one("bad_paths_total", "Request paths refused with 400 (bad escape, control byte, climbing above the root).", st.BadPaths)
+	t.one("access_log_errors_total", "Access log lines the log writer refused.", st.AccessLogErrors)
+	t.one("in_progress_total", "Requests for a file still being written (-settle): answered 503, or with -in-progress uncached its bytes with no-store.", st.InProgress)
+	t.byLabel(t.counter("log_suppressed_total", "Log lines held back by rate limiting, by kind (their events are still counted by their own metrics).", "kind"),
+		s.LogSuppressed())
+}
+
+// listenerMetrics declares the metrics of the listeners' gate
+// (origin/conn).
+func listenerMetrics(t *table, st *ListenerStats) {
+	t.add(t.gauge("connections_open", "Plain TCP connections open."), st.ConnsOpen)
+	t.one("connections_refused_total", "Connections closed at accept by -max-conns or -max-conns-per-ip.", st.ConnsRefused)
+	t.one("accept_emfile_total", "Accepts that failed for lack of file descriptors (retried after shedding the cache).", st.AcceptEMFILE)
+	t.byLabel(t.counter("proxy_protocol_total", "Connections by PROXY protocol outcome (with -proxy-protocol).", "outcome"), map[string]int64{
+		"accepted": st.ProxyAccepted, "local": st.ProxyLocal, "absent": st.ProxyAbsent,
+		"missing": st.ProxyMissing, "untrusted": st.ProxyUntrusted, "malformed": st.ProxyMalformed,
+	})
+}
+
+// loopMetrics declares the event loops' metrics (zero where none serves).
+func loopMetrics(t *table, st *LoopStats) {
+	t.one("loop_wakeups_total", "Event-loop wake-ups (epoll_wait returns), all loops.", st.Wakeups)
+	t.one("loop_parks_total", "Times an idle event loop parked on Go's netpoller.", st.Parks)
+	t.one("loop_sends_total", "sendmsg and sendfile calls of the event loops.", st.Sends)
+	t.one("loop_short_sends_total", "Event-loop sends that filled the socket buffer (the connection then waits until it is writable).", st.ShortSends)
+	t.one("loop_timeouts_total", "Connections the event loops closed for a read, idle or write timeout.", st.Timeouts)
+}
+
+// cacheMetrics declares the file cache's metrics, read from its own
+// snapshot (cache.Stats).
+func (s *Server) cacheMetrics(t *table) {
+	cs := s.CacheStats()
+	ops := t.counter("cache_operations_total", "File cache operations.", "op")
+	for op, v := range map[string]uint64{
+		"hit": cs.Hits, "miss": cs.Misses, "negative_hit": cs.NegativeHits, "eviction": cs.Evictions,
+		"invalidation": cs.Invalidations, "revalidation": cs.Revalidations, "stale": cs.Stale, "emfile": cs.EMFILE,
+		"inline_over_budget": cs.InlineOverBudget, "inline_changed": cs.InlineChanged,
+	} {
+		t.add(ops, int64(v), op)
+	}
+	t.add(t.gauge("cache_open_files", "Descriptors the file cache holds open (listed or lent out)."), cs.OpenFiles)
+	t.add(t.gauge("cache_inline_files", "Small files whose bytes the file cache holds in memory (listed or lent out)."), cs.InlineFiles)
+	t.add(t.gauge("cache_inline_bytes", "Bytes of those files: at most -inline-budget."), cs.InlineBytes)
+	entries := t.gauge("cache_entries", "Entries listed in the file cache.", "type")
+	t.add(entries, int64(cs.Entries), "file")
+	t.add(entries, int64(cs.NegativeEntries), "negative")
+	t.add(t.gauge("cache_negative_bytes", "What the negative entries count against -negative-cache-bytes (name bytes plus a fixed overhead each)."), int64(cs.NegativeBytes))
+}
+
+// watchMetrics declares the watcher's metrics, read from its own snapshot
+// (watcher.Stats).
+func (s *Server) watchMetrics(t *table) {
+	ws, _ := s.WatchStats()
+	t.add(t.counter("watcher_events_total", "File system events the watcher processed."), int64(ws.Events))
+	t.add(t.counter("watcher_overflows_total", "fsnotify event-queue overflows."), int64(ws.Overflows))
+	t.add(t.gauge("watcher_directories", "Directories watched."), ws.WatchedDirs)
+	t.add(t.gauge("watcher_degraded", "1 while the watch set is incomplete and the cache revalidates by stat."), flag(ws.Degraded))
+}

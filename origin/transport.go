@@ -193,45 +193,65 @@ func (b *bodyStream) send(w bodyWriter) (int64, error) {
 
 // accountInline counts an inline body.
 func (b *bodyStream) accountInline(n int64, err error) {
-	t := &b.srv.stats.Transport
 	b.sent, b.via = n, "inline"
-	t.InlineResponses.Add(1)
-	t.InlineBytes.Add(n)
-	if err != nil {
-		t.Aborted.Add(1)
-	}
+	b.srv.countBody(bodyEnd{via: b.via, sent: n, aborted: err != nil})
 }
 
 // account counts the response under the path that sent its bytes.
 func (b *bodyStream) account(n int64, err error) {
-	t := &b.srv.stats.Transport
-	sfBytes := b.sf.sent
-	cpBytes := n - sfBytes
-	sfResponses, sfCount := &t.SendfileResponses, &t.SendfileBytes
-	if b.ktls {
-		sfResponses, sfCount = &t.KTLSResponses, &t.KTLSBytes
-	}
 	b.sent = n
 	switch {
-	case b.sf.used && cpBytes == 0:
-		sfResponses.Add(1)
+	case b.sf.used && n == b.sf.sent && b.ktls:
+		b.via = "ktls"
+	case b.sf.used && n == b.sf.sent:
 		b.via = "sendfile"
-		if b.ktls {
-			b.via = "ktls"
-		}
 	default:
-		t.CopyResponses.Add(1)
 		b.via = "copy"
 	}
-	sfCount.Add(sfBytes)
-	t.CopyBytes.Add(cpBytes)
-	switch {
-	case err == nil:
-	case errors.Is(err, conn.ErrTruncated):
-		t.Truncated.Add(1)
-		b.srv.log.Warn("file shrank while being sent: closing the connection",
-			"sent", n, "want", b.total, "size_at_open", b.h.Size)
+	b.srv.countBody(bodyEnd{via: b.via, ktls: b.ktls, sent: n, sendfiled: b.sf.sent, want: b.total, size: b.h.Size,
+		truncated: errors.Is(err, conn.ErrTruncated), aborted: err != nil})
+}
+
+// bodyEnd is how a file body ended, as an engine saw it, for countBody.
+type bodyEnd struct {
+	via       string // the path that sent it: "sendfile", "ktls", "inline", or "copy" (also after sendfile fell back)
+	ktls      bool   // the socket is kTLS: what sendfile sent counts under "ktls"
+	sent      int64  // body bytes sent
+	sendfiled int64  // of those, the bytes sendfile sent
+	want      int64  // body bytes announced
+	size      int64  // the file's size at open
+	truncated bool   // the file shrank while being sent
+	aborted   bool   // the send failed (truncated or not)
+}
+
+// countBody counts a file body under its path, its bytes under the paths
+// that sent them, and how it ended: the one place both engines count a
+// body.
+func (s *Server) countBody(e bodyEnd) {
+	t := &s.stats.Transport
+	sfResponses, sfBytes := &t.SendfileResponses, &t.SendfileBytes
+	if e.ktls {
+		sfResponses, sfBytes = &t.KTLSResponses, &t.KTLSBytes
+	}
+	switch e.via {
+	case "inline":
+		t.InlineResponses.Add(1)
+		t.InlineBytes.Add(e.sent)
+	case "copy":
+		t.CopyResponses.Add(1)
 	default:
+		sfResponses.Add(1)
+	}
+	if e.via != "inline" {
+		sfBytes.Add(e.sendfiled)
+		t.CopyBytes.Add(e.sent - e.sendfiled)
+	}
+	switch {
+	case e.truncated:
+		t.Truncated.Add(1)
+		s.log.Warn("file shrank while being sent: closing the connection",
+			"sent", e.sent, "want", e.want, "size_at_open", e.size)
+	case e.aborted:
 		t.Aborted.Add(1)
 	}
 }
@@ -342,3 +362,37 @@ var errRead = errors.New("origin: a body stream is sent by WriteTo, never read")
 // response fails (and its connection closes) rather than send bytes
 // nothing has tested.
 func (b *bodyStream) Read([]byte) (int, error) { return 0, errRead }
+
+// TransportCounters count which body path served each response body, and
+// the bytes each sent (framing of multipart bodies included).
+type TransportCounters[C any] struct {
+	SendfileResponses C // bodies sent by sendfile(2) on plain TCP
+	SendfileBytes     C
+	KTLSResponses     C // bodies sent by sendfile(2) on a kTLS socket
+	KTLSBytes         C
+	InlineResponses   C // bodies sent from the cache entry's memory, with the header in one send
+	InlineBytes       C
+	CopyResponses     C // bodies sent by pread into a pooled buffer and write
+	CopyBytes         C
+	SendfileFallbacks C // sendfile refused by the file system (EINVAL/ENOSYS): served by copy
+	Truncated         C // files that shrank while being sent: connection closed
+	Aborted           C // bodies cut short by the client or a write timeout
+}
+
+// transportMetrics declares the body paths' metrics.
+func transportMetrics(t *table, st *TransportStats) {
+	resp := t.counter("body_responses_total", "Response bodies by transport path.", "path")
+	bytes := t.counter("body_bytes_total", "Body bytes sent by transport path.", "path")
+	for path, v := range map[string][2]int64{
+		"sendfile": {st.SendfileResponses, st.SendfileBytes},
+		"ktls":     {st.KTLSResponses, st.KTLSBytes},
+		"inline":   {st.InlineResponses, st.InlineBytes},
+		"copy":     {st.CopyResponses, st.CopyBytes},
+	} {
+		t.add(resp, v[0], path)
+		t.add(bytes, v[1], path)
+	}
+	t.one("sendfile_fallbacks_total", "Responses where the file system refused sendfile and copy served.", st.SendfileFallbacks)
+	t.one("truncated_total", "Responses cut short because the file shrank while being sent.", st.Truncated)
+	t.one("aborted_total", "Responses cut short by the client or a write timeout.", st.Aborted)
+}

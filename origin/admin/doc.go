@@ -3,8 +3,9 @@
 // counters, read at scrape time, its latency histogram, the Go and
 // process collectors), /healthz, /readyz and /debug/pprof/.
 //
-// It owns the metric names and their labels and a registry per handler;
-// it never registers anything globally, never counts (the server's
-// atomics and the cache's and watcher's snapshots are the only sources),
-// and never serves media.
+// It owns a registry per handler and the translation of the metrics the
+// server declares (origin.Server.Metrics: names, help, labels, counter or
+// gauge, read from one snapshot at each scrape) into Prometheus's; it
+// never names a metric of its own, never registers anything globally,
+// never counts, and never serves media.
 package admin

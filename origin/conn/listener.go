@@ -45,21 +45,25 @@ type GateConfig struct {
 	Now func() time.Time
 }
 
-// ListenerStats count connections at accept, over every listener of a
-// gate.
-type ListenerStats struct {
-	ConnsOpen    atomic.Int64 // TCP connections open now (HTTP and HTTPS)
-	ConnsRefused atomic.Int64 // connections closed at accept: over max-conns or max-conns-per-ip
-	AcceptEMFILE atomic.Int64 // accepts that failed for lack of descriptors (retried)
+// ListenerCounters count connections at accept, over every listener of a
+// gate: declared once for C = atomic.Int64 (ListenerStats, what the gate
+// increments) and C = int64 (a snapshot of them).
+type ListenerCounters[C any] struct {
+	ConnsOpen    C // TCP connections open now (HTTP and HTTPS)
+	ConnsRefused C // connections closed at accept: over max-conns or max-conns-per-ip
+	AcceptEMFILE C // accepts that failed for lack of descriptors (retried)
 
 	// PROXY protocol outcomes, one per connection that could carry a header.
-	ProxyAccepted  atomic.Int64 // a trusted peer's header named the client
-	ProxyLocal     atomic.Int64 // a trusted peer's header named no client (v2 LOCAL, v1 UNKNOWN: its own health check)
-	ProxyAbsent    atomic.Int64 // a trusted peer sent none where one is optional: the peer is the client
-	ProxyMissing   atomic.Int64 // a trusted peer sent none where one is required: closed
-	ProxyUntrusted atomic.Int64 // a peer outside the trusted list sent one: closed
-	ProxyMalformed atomic.Int64 // a trusted peer's header broke the specification: closed
+	ProxyAccepted  C // a trusted peer's header named the client
+	ProxyLocal     C // a trusted peer's header named no client (v2 LOCAL, v1 UNKNOWN: its own health check)
+	ProxyAbsent    C // a trusted peer sent none where one is optional: the peer is the client
+	ProxyMissing   C // a trusted peer sent none where one is required: closed
+	ProxyUntrusted C // a peer outside the trusted list sent one: closed
+	ProxyMalformed C // a trusted peer's header broke the specification: closed
 }
+
+// ListenerStats are a gate's live counters.
+type ListenerStats = ListenerCounters[atomic.Int64]
 
 // Gate admits connections: it wraps each listener of a server so that it
 // yields *TCP, enforces the connection limits (total and per client IP,

@@ -78,19 +78,23 @@ func (c *TLSConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// TLSStats count handshakes, the kTLS hand-over per outcome, and
-// certificate reloads.
-type TLSStats struct {
-	Handshakes      atomic.Int64 // completed TLS handshakes
-	HandshakeErrors atomic.Int64 // failed handshakes (client left, no common parameters, timeout)
-	KTLSOffloaded   atomic.Int64 // connections whose transmit direction the kernel took over
-	KTLSUnsupported atomic.Int64 // offload attempted but the version, cipher or key material did not allow it: userspace TLS
-	KTLSULPFailed   atomic.Int64 // setsockopt(TCP_ULP, "tls") refused (ENOENT: no kTLS in this kernel): userspace TLS
-	KTLSTXFailed    atomic.Int64 // setsockopt(SOL_TLS, TLS_TX) refused (cipher not in this kernel): userspace TLS
-	KTLSWriteDenied atomic.Int64 // crypto/tls tried to write after the hand-over (a KeyUpdate, an alert): connection closed
-	CertReloads     atomic.Int64 // certificate pairs loaded after start
-	CertReloadFails atomic.Int64 // reloads that failed (the previous pair stays in service)
+// TLSCounters count handshakes, the kTLS hand-over per outcome, and
+// certificate reloads: declared once for C = atomic.Int64 (TLSStats, what
+// the TLS listener increments) and C = int64 (a snapshot of them).
+type TLSCounters[C any] struct {
+	Handshakes      C // completed TLS handshakes
+	HandshakeErrors C // failed handshakes (client left, no common parameters, timeout)
+	KTLSOffloaded   C // connections whose transmit direction the kernel took over
+	KTLSUnsupported C // offload attempted but the version, cipher or key material did not allow it: userspace TLS
+	KTLSULPFailed   C // setsockopt(TCP_ULP, "tls") refused (ENOENT: no kTLS in this kernel): userspace TLS
+	KTLSTXFailed    C // setsockopt(SOL_TLS, TLS_TX) refused (cipher not in this kernel): userspace TLS
+	KTLSWriteDenied C // crypto/tls tried to write after the hand-over (a KeyUpdate, an alert): connection closed
+	CertReloads     C // certificate pairs loaded after start
+	CertReloadFails C // reloads that failed (the previous pair stays in service)
 }
+
+// TLSStats are the live TLS counters.
+type TLSStats = TLSCounters[atomic.Int64]
 
 // tlsAEADSuites are the TLS 1.2 suites offered: ECDHE with an AEAD only.
 // TLS 1.3 suites are not configurable in crypto/tls and are all AEAD.

@@ -238,7 +238,7 @@ func (c *Conn) flush() {
 		r.sent += n
 		c.advance(r, n)
 		if n < want {
-			l.e.stats.ShortSend.Add(1)
+			l.e.stats.ShortSends.Add(1)
 			c.waitWritable(true)
 			return
 		}

@@ -58,17 +58,6 @@ type Handler interface {
 	Closed(c *Conn)
 }
 
-// Stats count what an engine's loops did (live atomics).
-type Stats struct {
-	Accepted  atomic.Int64 // connections accepted
-	Closed    atomic.Int64 // connections closed
-	Timeouts  atomic.Int64 // connections closed by a timeout
-	Wakeups   atomic.Int64 // epoll_wait returns
-	Parks     atomic.Int64 // waits an idle loop made on Go's netpoller
-	Sends     atomic.Int64 // sendmsg and sendfile calls
-	ShortSend atomic.Int64 // sends that filled the socket buffer (then wait for EPOLLOUT)
-}
-
 // Engine serves one listening socket with Config.Loops event loops.
 type Engine struct {
 	cfg   Config

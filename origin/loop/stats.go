@@ -1,0 +1,20 @@
+package loop
+
+import "sync/atomic"
+
+// Counters count what an engine's loops did: declared once for
+// C = atomic.Int64 (Stats, what the loops increment) and C = int64 (a
+// snapshot of them). Not build-constrained, so that a server's snapshot
+// has the same shape on every platform (all zero where no loop runs).
+type Counters[C any] struct {
+	Accepted   C // connections accepted
+	Closed     C // connections closed
+	Timeouts   C // connections closed by a read, idle or write timeout
+	Wakeups    C // epoll_wait returns
+	Parks      C // waits an idle loop made on Go's netpoller
+	Sends      C // sendmsg and sendfile calls
+	ShortSends C // sends that filled the socket buffer (then wait for EPOLLOUT)
+}
+
+// Stats are an engine's live counters.
+type Stats = Counters[atomic.Int64]
