@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"segorigin/internal/schema"
 	"segorigin/internal/testproc"
 )
 
@@ -32,7 +33,7 @@ func TestEnvironmentFile(t *testing.T) {
 	execFlags := map[string]bool{}
 	for _, a := range args {
 		if name, ok := strings.CutPrefix(a, "-"); ok {
-			execFlags[envName(name)] = true
+			execFlags[schema.EnvName(name)] = true
 		}
 	}
 	var env []string
@@ -213,11 +214,6 @@ func duration(t *testing.T, flags map[string]string, name string) time.Duration 
 		t.Fatalf("-%s=%q: %v", name, flags[name], err)
 	}
 	return d
-}
-
-// envName is the variable that sets flag name, as the binary names it.
-func envName(name string) string {
-	return "SEGORIGIN_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
 // TestDockerfileFlags: the image's ENTRYPOINT flags and SEGORIGIN_* ENV

@@ -1,20 +1,19 @@
 package origin
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"time"
 
+	"segorigin/internal/schema"
 	"segorigin/origin/accesslog"
 	"segorigin/origin/conn"
 	"segorigin/origin/token"
 )
 
 // Config is everything the server needs. Field comments are the operator's
-// documentation; cmd/segorigin maps flags onto these one to one.
+// documentation; Sections declares the flag of each operator setting
+// (cmd/segorigin defines them) and the rules validate checks.
 type Config struct {
 	// Root is the media directory served at "/". Nothing outside it is
 	// reachable: not by "..", not by percent-encoded dots or slashes, and
@@ -317,116 +316,17 @@ func DefaultConfig() Config {
 	}
 }
 
-// validate checks the configuration once, at New.
+// validate checks the configuration once, at New: the rules of every
+// section of Sections, the ones the command line is held to.
 func (c *Config) validate() error {
-	var errs []error
-	if c.Root == "" {
-		errs = append(errs, errors.New("root: must be set"))
-	} else if st, err := os.Stat(c.Root); err != nil {
-		errs = append(errs, fmt.Errorf("root: %w", err))
-	} else if !st.IsDir() {
-		errs = append(errs, fmt.Errorf("root: %s is not a directory", c.Root))
-	}
-	if c.MaxRanges < 1 {
-		errs = append(errs, fmt.Errorf("max-ranges: %d, want >= 1", c.MaxRanges))
-	}
-	if c.CacheFiles < 0 {
-		errs = append(errs, fmt.Errorf("cache-files: %d, want >= 0", c.CacheFiles))
-	}
-	if c.InlineMax < 0 || c.InlineBudget < 0 {
-		errs = append(errs, fmt.Errorf("inline-max %d, inline-budget %d: want >= 0", c.InlineMax, c.InlineBudget))
-	}
-	switch c.Engine {
-	case EngineFastHTTP:
-	case EngineLoop:
-		if !loopAvailable {
-			errs = append(errs, errors.New("engine: loop needs Linux (epoll); use -engine fasthttp"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("engine: %q, want loop or fasthttp", c.Engine))
-	}
-	switch c.InProgress {
-	case InProgress503, InProgressUncached:
-	default:
-		errs = append(errs, fmt.Errorf("in-progress: %q, want 503 or uncached", c.InProgress))
-	}
-	switch c.ETag {
-	case ETagSizeMtime, ETagContent:
-	default:
-		errs = append(errs, fmt.Errorf("etag: %q, want size-mtime or content", c.ETag))
-	}
-	if c.Loops < 0 || c.Loops > 1024 {
-		errs = append(errs, fmt.Errorf("loops: %d, want 0..1024", c.Loops))
-	}
-	if c.MaxHeaderBytes < 1024 {
-		errs = append(errs, fmt.Errorf("max-header-bytes: %d, want >= 1024", c.MaxHeaderBytes))
-	}
-	for name, d := range map[string]time.Duration{
-		"read-timeout": c.ReadTimeout, "write-timeout": c.WriteTimeout, "idle-timeout": c.IdleTimeout,
-		"negative-ttl": c.NegativeTTL, "revalidate-every": c.RevalidateEvery, "root-check-every": c.RootCheckEvery,
-		"settle": c.Settle,
-	} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s: %v, want >= 0", name, d))
-		}
-	}
-	if c.ColdReaders < 0 || c.ColdReaders > 1024 {
-		errs = append(errs, fmt.Errorf("cold-readers: %d, want 0..1024", c.ColdReaders))
-	}
-	if c.ColdReaders > 0 && (c.ColdQueue < 0 || c.ColdDeadline < time.Millisecond) {
-		errs = append(errs, fmt.Errorf("cold-queue %d, cold-deadline %v: want >= 0 and >= 1ms", c.ColdQueue, c.ColdDeadline))
-	}
-	if c.RevalidateEvery == 0 {
-		errs = append(errs, errors.New("revalidate-every: 0s, want > 0 (how often cached files are checked by stat while -watch is off or the watcher lost events; 0 would never check)"))
-	}
-	if c.NegativeCacheBytes < 0 {
-		errs = append(errs, fmt.Errorf("negative-cache-bytes: %d, want >= 0 (0 remembers no missing names)", c.NegativeCacheBytes))
-	}
-	if c.AccessLogSample < 1 {
-		errs = append(errs, fmt.Errorf("access-log-sample: %d, want >= 1 (log one response in N; 1 logs all)", c.AccessLogSample))
-	}
-	if c.Auth.Skew < 0 {
-		errs = append(errs, fmt.Errorf("auth-skew: %v, want >= 0 (0 allows no skew)", c.Auth.Skew))
-	}
-	if ra := c.ReadAhead; ra.Readers > 0 {
-		switch {
-		case c.ColdReaders == 0:
-			// Read-ahead runs on the cold readers: it cannot be on
-			// without them.
-			errs = append(errs, fmt.Errorf("readahead-readers: %d with cold-readers 0: read-ahead runs on the cold readers; want readahead-readers 0, or cold-readers > %d", ra.Readers, ra.Readers))
-		case ra.Readers >= c.ColdReaders:
-			// At least one reader must be left for waiting requests.
-			errs = append(errs, fmt.Errorf("readahead-readers: %d, want < cold-readers (%d): one reader at least stays for waiting requests", ra.Readers, c.ColdReaders))
-		case ra.Queue < 1 || ra.MaxBytes < 1:
-			errs = append(errs, fmt.Errorf("readahead-queue %d, readahead-max-bytes %d: want >= 1", ra.Queue, ra.MaxBytes))
-		}
-	}
-	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.MaxRequestsPerConn < 0 {
-		errs = append(errs, errors.New("max-conns, max-conns-per-ip, max-requests-per-conn: want >= 0"))
-	}
-	if err := c.validateCORS(); err != nil {
-		errs = append(errs, err)
-	}
-	for _, r := range c.Headers {
-		if err := r.validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, r := range c.Types {
-		if err := r.validate(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := c.TLS.Validate(); err != nil {
-		errs = append(errs, err)
-	}
+	err := schema.CheckAll(c.Sections())
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // Engine is what serves plain HTTP (Config.Engine).

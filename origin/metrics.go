@@ -67,8 +67,8 @@ func (t *table) byLabel(m *Metric, vs map[string]int64) {
 	}
 }
 
-// flag is a gauge's value for a condition: 1 while it holds.
-func flag(b bool) int64 {
+// gaugeFlag is a gauge's value for a condition: 1 while it holds.
+func gaugeFlag(b bool) int64 {
 	if b {
 		return 1
 	}

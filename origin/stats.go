@@ -173,7 +173,7 @@ func (s *Server) serverMetrics(t *table, st *Stats) {
 	b := s.Build()
 	t.add(t.gauge("build_info", "The running binary: version, Go version and VCS commit; always 1.", "version", "goversion", "commit"),
 		1, b.Version, b.GoVersion, b.Commit)
-	t.add(t.gauge("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check."), flag(s.RootAvailable()))
+	t.add(t.gauge("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check."), gaugeFlag(s.RootAvailable()))
 	t.one("root_unavailable_total", "Times the media root was found missing, replaced or unreadable (each outage counted once).", st.RootUnavailable)
 	t.each(t.counter("file_responses_total", "File responses (200, 206, 304) by kind of file.", "kind"), st.Kinds[:], KindName)
 	t.one("bad_requests_total", "Requests fasthttp could not parse (400, 408, 431).", st.BadRequests)
@@ -236,5 +236,5 @@ func (s *Server) watchMetrics(t *table) {
 	t.add(t.counter("watcher_events_total", "File system events the watcher processed."), int64(ws.Events))
 	t.add(t.counter("watcher_overflows_total", "fsnotify event-queue overflows."), int64(ws.Overflows))
 	t.add(t.gauge("watcher_directories", "Directories watched."), ws.WatchedDirs)
-	t.add(t.gauge("watcher_degraded", "1 while the watch set is incomplete and the cache revalidates by stat."), flag(ws.Degraded))
+	t.add(t.gauge("watcher_degraded", "1 while the watch set is incomplete and the cache revalidates by stat."), gaugeFlag(ws.Degraded))
 }

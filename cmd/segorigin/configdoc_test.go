@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"segorigin/internal/schema"
 )
 
 // usageFlag is one flag as -h prints it.
@@ -152,7 +155,7 @@ func TestConfigurationMatchesUsage(t *testing.T) {
 					}
 					t.Errorf("docs/configuration.md: %s -%s default %q, want %q as -h prints", c.name, u.name, r.def, want)
 				}
-				if env := envName(u.name); !c.sign && r.env != env {
+				if env := schema.EnvName(u.name); !c.sign && r.env != env {
 					t.Errorf("docs/configuration.md: -%s variable %q, want %q", u.name, r.env, env)
 				}
 			}
@@ -161,4 +164,69 @@ func TestConfigurationMatchesUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// update rewrites docs/configuration.md's flag tables from the schema:
+// go test ./cmd/segorigin -run TestConfigurationTables -update
+var update = flag.Bool("update", false, "rewrite docs/configuration.md's flag tables from the settings")
+
+// TestConfigurationTables: every flag table of docs/configuration.md is
+// the one the settings' sections make (flag, default, variable, meaning),
+// so a flag is documented where it is declared. -update rewrites them.
+func TestConfigurationTables(t *testing.T) {
+	const path = "../../docs/configuration.md"
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := schema.Rewrite(string(doc), defaultOptions().allSections())
+	if err != nil {
+		t.Fatalf("docs/configuration.md: %v", err)
+	}
+	if want == string(doc) {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("docs/configuration.md's flag tables differ from the settings (- the page, + the settings); "+
+		"go test ./cmd/segorigin -run TestConfigurationTables -update rewrites them:\n%s", lineDiff(string(doc), want))
+}
+
+// lineDiff lists the lines only got has ("-") and only want has ("+"),
+// each with its line number, by a longest common subsequence of lines.
+func lineDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	// common[i][j]: length of the LCS of g[i:] and w[j:].
+	common := make([][]int, len(g)+1)
+	for i := range common {
+		common[i] = make([]int, len(w)+1)
+	}
+	for i := len(g) - 1; i >= 0; i-- {
+		for j := len(w) - 1; j >= 0; j-- {
+			if g[i] == w[j] {
+				common[i][j] = common[i+1][j+1] + 1
+			} else {
+				common[i][j] = max(common[i+1][j], common[i][j+1])
+			}
+		}
+	}
+	var b strings.Builder
+	i, j := 0, 0
+	for i < len(g) || j < len(w) {
+		switch {
+		case i < len(g) && j < len(w) && g[i] == w[j]:
+			i, j = i+1, j+1
+		case j == len(w) || (i < len(g) && common[i+1][j] >= common[i][j+1]):
+			fmt.Fprintf(&b, "-%d: %s\n", i+1, g[i])
+			i++
+		default:
+			fmt.Fprintf(&b, "+%d: %s\n", j+1, w[j])
+			j++
+		}
+	}
+	return b.String()
 }

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"segorigin/internal/schema"
+	"segorigin/origin"
+	"segorigin/origin/accesslog"
+	"segorigin/origin/token"
+)
+
+// options is what the command line (and SEGORIGIN_* variables) say: the
+// server's Config, and the command's own settings beside it.
+type options struct {
+	cfg             origin.Config
+	listen          string // "" : no plain HTTP listener
+	tlsListen       string
+	drain           time.Duration
+	shutdownDelay   time.Duration
+	logFormat       string
+	adminListen     string
+	accessLog       string
+	accessLogFormat string // parsed into cfg.AccessLogFormat
+	logLevel        string
+	version         bool
+
+	authKeyFile    string
+	secureLinkFile string
+}
+
+// defaultOptions holds the defaults of every flag: the Config's, and the
+// command's own.
+func defaultOptions() *options {
+	return &options{
+		cfg:             origin.DefaultConfig(),
+		listen:          "127.0.0.1:8080",
+		drain:           30 * time.Second,
+		logFormat:       "text",
+		accessLogFormat: "combined",
+		logLevel:        "info",
+	}
+}
+
+// sections declares the command's own settings, the ones origin.Config
+// does not hold, with the rules across them; they share the titles of
+// Config's sections where they belong with them.
+func (o *options) sections() []schema.Section {
+	return []schema.Section{o.listenSection(), o.lifecycleSection(), o.logSection(), o.authSection()}
+}
+
+// allSections is every setting of the command line: the command's own,
+// then Config's.
+func (o *options) allSections() []schema.Section {
+	return append(o.sections(), o.cfg.Sections()...)
+}
+
+// listenSection: the listeners' addresses.
+func (o *options) listenSection() schema.Section {
+	return schema.Section{Title: "Listeners and TLS", Check: o.checkListeners, Settings: []schema.Setting{
+		{Name: "listen", Ptr: &o.listen,
+			Usage: "plain HTTP listen `address` (port 0 picks a free port; empty: none, HTTPS only)",
+			Doc:   "plain HTTP address; port 0 picks a free one (logged); empty: no plain listener (then `-tls-listen` is required)"},
+		{Name: "tls-listen", Ptr: &o.tlsListen,
+			Usage: "HTTPS listen `address` beside -listen (port 0 picks a free port); needs -tls-cert and -tls-key, or -tls-dev",
+			Doc:   "HTTPS address beside `-listen`; needs `-tls-cert` and `-tls-key`, or `-tls-dev`"},
+		{Name: "admin-listen", Ptr: &o.adminListen,
+			Usage: "admin `address` for /metrics, /healthz, /readyz and, with -admin-pprof, /debug/pprof (off the public port; empty: none)",
+			Doc:   "admin address: `/metrics`, `/healthz`, `/readyz` (and `/debug/pprof/` with `-admin-pprof`); keep it off the public network; empty: none"},
+	}}
+}
+
+// checkListeners: something to serve on, and a certificate exactly where
+// HTTPS is served.
+func (o *options) checkListeners() error {
+	if o.listen == "" && o.tlsListen == "" {
+		return errors.New("no listener: -listen is empty and -tls-listen is not set")
+	}
+	hasCert := o.cfg.TLS.Enabled()
+	if o.tlsListen != "" && !hasCert {
+		return errors.New("-tls-listen needs -tls-cert and -tls-key, or -tls-dev")
+	}
+	if o.tlsListen == "" && hasCert {
+		return errors.New("-tls-cert, -tls-key and -tls-dev need -tls-listen")
+	}
+	return nil
+}
+
+// lifecycleSection: the phases of a shutdown, and -version.
+func (o *options) lifecycleSection() schema.Section {
+	return schema.Section{Title: "Lifecycle", Check: o.checkLifecycle, Settings: []schema.Setting{
+		{Name: "shutdown-delay", Ptr: &o.shutdownDelay,
+			Usage: "on SIGTERM or SIGINT, keep serving this long with /readyz answering 503 (time for a load balancer to stop sending), then drain",
+			Doc:   "on SIGTERM or SIGINT, keep serving this long with `/readyz` answering 503 (time for a load balancer to stop sending), then close the listeners"},
+		{Name: "drain-timeout", Ptr: &o.drain,
+			Usage: "after the shutdown delay, how long responses in flight may take to finish once the listeners are closed",
+			Doc:   "then, time for responses in flight to finish"},
+		{Name: "version", Ptr: &o.version,
+			Usage: "print the version, Go version and commit, and exit",
+			Doc:   "print the version, Go release and commit, and exit"},
+	}}
+}
+
+// checkLifecycle: the shutdown phases last no negative time.
+func (o *options) checkLifecycle() error {
+	if o.shutdownDelay < 0 || o.drain < 0 {
+		return fmt.Errorf("-shutdown-delay %v, -drain-timeout %v: want durations >= 0", o.shutdownDelay, o.drain)
+	}
+	return nil
+}
+
+// logSection: the access log's destination and format, and the process
+// log.
+func (o *options) logSection() schema.Section {
+	return schema.Section{Title: "Logs", Check: o.parseAccessLogFormat, Settings: []schema.Setting{
+		{Name: "access-log", Ptr: &o.accessLog,
+			Usage: "access log: empty off, - for standard output, or a file `path` (reopened on SIGUSR1 and SIGHUP)",
+			Doc:   "access log: empty off, `-` standard output, or a file (reopened on SIGUSR1 and SIGHUP)"},
+		{Name: "access-log-format", Ptr: &o.accessLogFormat,
+			Usage: "access log format: combined (nginx/Apache, for GoAccess and log tools) or json (one object a line); independent of -log-format",
+			Doc:   "`combined` (nginx/Apache, read as is by GoAccess) or `json` (one object a line); independent of `-log-format`"},
+		{Name: "log-format", Ptr: &o.logFormat,
+			Usage: "log format: text or json",
+			Doc:   "process log (standard error): `text` or `json`"},
+		{Name: "log-level", Ptr: &o.logLevel,
+			Usage: "log level: debug, info, warn, error",
+			Doc:   "`debug`, `info`, `warn`, `error`"},
+	}}
+}
+
+// parseAccessLogFormat derives cfg.AccessLogFormat from -access-log-format.
+func (o *options) parseAccessLogFormat() error {
+	var err error
+	if o.cfg.AccessLogFormat, err = accesslog.ParseFormat(o.accessLogFormat); err != nil {
+		return fmt.Errorf("-access-log-format: %w", err)
+	}
+	return nil
+}
+
+// authSection: the files the keys or the secure_link secret are read
+// from (loadAuth, its check, reads them); the rest of the auth settings
+// are Config's.
+func (o *options) authSection() schema.Section {
+	return schema.Section{Title: "Signed URLs", Check: o.loadAuth, Settings: []schema.Setting{
+		{Name: "auth-key-file", Ptr: &o.authKeyFile,
+			Usage: "require signed tokens, verified with the keys in this `file` (lines: <key-id> <secret hex>)",
+			Doc:   "require tokens, verified with the keys in this file (lines: `<key-id> <secret hex>`); re-read on SIGHUP"},
+		{Name: "auth-securelink-secret-file", Ptr: &o.secureLinkFile,
+			Usage: "use nginx secure_link tokens (?md5=&expires=) with the secret in this `file` instead",
+			Doc:   "use nginx secure_link tokens (`?md5=&expires=`) with the secret in this file instead; excludes `-auth-key-file`"},
+	}}
+}
+
+// loadAuth reads the key file or secure_link secret named by the flags.
+func (o *options) loadAuth() error {
+	if o.authKeyFile != "" && o.secureLinkFile != "" {
+		return errors.New("-auth-key-file and -auth-securelink-secret-file exclude each other")
+	}
+	if o.authKeyFile != "" {
+		f, err := os.Open(o.authKeyFile)
+		if err != nil {
+			return fmt.Errorf("-auth-key-file: %w", err)
+		}
+		defer f.Close()
+		if o.cfg.Auth.Keys, err = token.ParseKeyFile(f); err != nil {
+			return fmt.Errorf("-auth-key-file %s: %w", o.authKeyFile, err)
+		}
+	}
+	if o.secureLinkFile != "" {
+		b, err := os.ReadFile(o.secureLinkFile)
+		if err != nil {
+			return fmt.Errorf("-auth-securelink-secret-file: %w", err)
+		}
+		if o.cfg.Auth.SecureLinkSecret = strings.TrimSpace(string(b)); o.cfg.Auth.SecureLinkSecret == "" {
+			return fmt.Errorf("-auth-securelink-secret-file %s: empty", o.secureLinkFile)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,516 @@
+package origin
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"segorigin/internal/schema"
+)
+
+// Sections declares every operator setting of c, each bound to its field:
+// its flag name, -h usage, documentation and the rules across the
+// section's settings. validate runs those rules, so New refuses what the
+// command line refuses; cmd/segorigin defines its flags and SEGORIGIN_*
+// variables from them, and docs/configuration.md's tables are made from
+// them. The defaults are what c holds (DefaultConfig's, normally).
+func (c *Config) Sections() []schema.Section {
+	return []schema.Section{
+		c.tlsSection(), c.rootSection(), c.headerSection(), c.corsSection(),
+		c.cacheSection(), c.connSection(), c.proxySection(), c.coldSection(),
+		c.authSection(), c.logSection(),
+	}
+}
+
+// tlsSection: the HTTPS listeners' certificate and kernel TLS, and the admin listener's pprof.
+func (c *Config) tlsSection() schema.Section {
+	return schema.Section{Title: "Listeners and TLS", Check: c.TLS.Validate, Settings: []schema.Setting{
+		{Name: "tls-cert", Ptr: &c.TLS.CertFile,
+			Usage: "PEM certificate chain `file` for -tls-listen (reloaded when it changes and on SIGHUP)",
+			Doc:   "PEM certificate chain; re-read when it changes (checked every 5 s) and on SIGHUP"},
+		{Name: "tls-key", Ptr: &c.TLS.KeyFile,
+			Usage: "PEM private key `file` for -tls-listen",
+			Doc:   "PEM private key of `-tls-cert`"},
+		{Name: "tls-dev", Ptr: &c.TLS.Dev,
+			Usage: "serve -tls-listen with a self-signed certificate for localhost made at start (development only)",
+			Doc:   "a self-signed certificate for localhost, 127.0.0.1 and ::1, made at start (development only)"},
+		{Name: "ktls", Ptr: (*string)(&c.TLS.KTLS),
+			Usage: "kernel TLS offload for HTTPS bodies: auto (when the kernel has it), off, always (attempt even if the start-up probe failed)",
+			Doc:   "kernel TLS offload of HTTPS bodies: `auto` (when the start-up probe succeeds), `off`, `always` (attempt even if the probe failed); see [HTTPS and kernel TLS](https.md)"},
+		{Name: "admin-pprof", Ptr: &c.AdminPprof,
+			Usage: "serve /debug/pprof/ on -admin-listen (its /cmdline shows the full command line)",
+			Doc:   "serve `/debug/pprof/` on the admin listener; off by default since `/debug/pprof/cmdline` shows the whole command line to anyone who reaches it"},
+	}}
+}
+
+// rootSection: what is served and when a file counts as complete.
+func (c *Config) rootSection() schema.Section {
+	return schema.Section{Title: "Media root", Check: c.checkRoot, Settings: []schema.Setting{
+		{Name: "root", Ptr: &c.Root,
+			Usage: "media root `directory`",
+			Doc:   "media root directory"},
+		{Name: "follow-symlinks", Ptr: &c.FollowSymlinks,
+			Usage: "let symlinks under the root point outside it",
+			Doc:   "let symlinks under the root point outside it"},
+		{Name: "serve-dotfiles", Ptr: &c.ServeDotfiles,
+			Usage: "serve paths with a segment starting with '.' (.well-known/...); otherwise 404",
+			Doc:   "serve paths with a segment starting with `.` (`.well-known/...`); without it `/.env`, `/.git/config`, `/a/.htaccess` are 404"},
+		{Name: "watch", Ptr: &c.Watch,
+			Usage: "invalidate the file cache on file system events (fsnotify)",
+			Doc:   "fsnotify invalidation of the file cache"},
+		{Name: "revalidate-every", Ptr: &c.RevalidateEvery,
+			Usage: "stat cached files this often when -watch=false or the watcher lost events (> 0)",
+			Doc:   "stat-revalidation interval of cached files when `-watch=false` or the watcher lost events; must be more than 0 (0 would never recheck a file: refused at start)"},
+		{Name: "settle", Ptr: &c.Settle,
+			Usage: "a file whose mtime or ctime (or a write the watcher saw) is less than this old is still being written: not served as complete (0: only the watcher's events); where the kernel can tell, one no process has open for writing is complete at once",
+			Doc:   "a file whose mtime or ctime (or a write the watcher saw) is less than this old is still being written: it is not served as complete (see [publishing safely](operations.md#publishing-safely)); 0 keeps only the watcher's events; where the kernel can tell, a file no process has open for writing is complete at once"},
+		{Name: "in-progress", Ptr: (*string)(&c.InProgress),
+			Usage: "answer for a file still being written: 503 (Retry-After, Cache-Control: no-store) or uncached (its bytes so far, Cache-Control: no-store)",
+			Doc:   "the answer for a file still being written: `503` (with `Retry-After` and `Cache-Control: no-store`) or `uncached` (its bytes so far, with `Cache-Control: no-store`)"},
+		{Name: "etag", Ptr: (*string)(&c.ETag),
+			Usage: "strong validators from: size-mtime, or content (a hash of the bytes, the same on every copy whatever its mtime; computed once per file version on the cold readers and kept in the user.segorigin.etag extended attribute)",
+			Doc:   "where strong validators come from: `size-mtime`, or `content`: a hash of the bytes (XXH3-128), the same on every origin holding the same bytes whatever the copies' mtimes, computed once per version of a file on the cold readers and kept in the cache entry and the file's `user.segorigin.etag` extended attribute (so a restart does not hash again; `segorigin etag DIR` stores them ahead); a request for a file not hashed yet waits for it up to `-cold-deadline`, then gets 503 with `Retry-After` (see [Behind a CDN](cdn.md#several-origins-keep-the-etags-equal))"},
+		{Name: "root-check-every", Ptr: &c.RootCheckEvery,
+			Usage: "check this often that the media root is still there and readable (logged, counted, /readyz 503 when not); 0: on /readyz probes only",
+			Doc:   "how often the media root is checked (missing, replaced, unreadable: logged, counted, `/readyz` 503); 0: only on `/readyz`"},
+	}}
+}
+
+// checkRoot: the root is a directory, the intervals are not negative, and
+// a cached file is rechecked now and then.
+func (c *Config) checkRoot() error {
+	var errs []error
+	if c.Root == "" {
+		errs = append(errs, errors.New("root: must be set"))
+	} else if st, err := os.Stat(c.Root); err != nil {
+		errs = append(errs, fmt.Errorf("root: %w", err))
+	} else if !st.IsDir() {
+		errs = append(errs, fmt.Errorf("root: %s is not a directory", c.Root))
+	}
+	errs = append(errs, notNegative(
+		named{"revalidate-every", c.RevalidateEvery}, named{"root-check-every", c.RootCheckEvery}, named{"settle", c.Settle}))
+	if c.RevalidateEvery == 0 {
+		errs = append(errs, errors.New("revalidate-every: 0s, want > 0 (how often cached files are checked by stat while -watch is off or the watcher lost events; 0 would never check)"))
+	}
+	switch c.InProgress {
+	case InProgress503, InProgressUncached:
+	default:
+		errs = append(errs, fmt.Errorf("in-progress: %q, want 503 or uncached", c.InProgress))
+	}
+	switch c.ETag {
+	case ETagSizeMtime, ETagContent:
+	default:
+		errs = append(errs, fmt.Errorf("etag: %q, want size-mtime or content", c.ETag))
+	}
+	return errors.Join(errs...)
+}
+
+// headerSection: the headers of responses.
+func (c *Config) headerSection() schema.Section {
+	return schema.Section{Title: "Response headers", Check: c.checkHeaders, Settings: []schema.Setting{
+		{Name: "cache-control-playlist", Ptr: &c.CacheControlPlaylist,
+			Usage: "Cache-Control for playlists and manifests (.m3u8, .mpd)",
+			Doc:   "Cache-Control of `.m3u8`, `.mpd`"},
+		{Name: "cache-control-segment", Ptr: &c.CacheControlSegment,
+			Usage: "Cache-Control for media segments (.ts, .m4s, .mp4, ...)",
+			Doc:   "Cache-Control of segments (`.ts`, `.m4s`, `.mp4`, `.aac`, `.vtt`, ...)"},
+		{Name: "cache-control-other", Ptr: &c.CacheControlOther,
+			Usage: "Cache-Control for any other file",
+			Doc:   "Cache-Control of any other file"},
+		{Name: "cache-control-notfound", Ptr: &c.CacheControlNotFound,
+			Usage: "Cache-Control of 404 and 410 (empty omits it)",
+			Doc:   "Cache-Control of 404 and 410 (empty omits it): short, so a live packager's next segment is not missing at the edge for long, but a flood of identical misses reaches the origin once per 10 s per edge"},
+		{Name: "cache-control-denied", Ptr: &c.CacheControlDenied,
+			Usage: "Cache-Control of 401 and 403",
+			Doc:   "Cache-Control of 401 and 403 (they depend on a token a CDN's cache key may not hold: cookie, Authorization)"},
+		{Name: "cache-control-range", Ptr: &c.CacheControlRange,
+			Usage: "Cache-Control of 416",
+			Doc:   "Cache-Control of 416 (it depends on the Range header)"},
+		{Name: "cache-control-client-error", Ptr: &c.CacheControlClientError,
+			Usage: "Cache-Control of any other 4xx (400, 405, 408, 412, 431)",
+			Doc:   "Cache-Control of any other 4xx (400, 405, 408, 412, 431)"},
+		{Name: "cache-control-server-error", Ptr: &c.CacheControlServerError,
+			Usage: "Cache-Control of 5xx",
+			Doc:   "Cache-Control of 5xx (503 when out of descriptors or cold readers, 500)"},
+		{Name: "header", Ptr: (*headerRules)(&c.Headers),
+			Usage: "operator response header `kind:Name: value`, kind one of playlist, segment, other, error, all (repeatable; in SEGORIGIN_HEADER one a line)",
+			Doc:   "operator response header `kind:Name: value`, repeatable; kind `playlist`, `segment`, `other` (file responses, 304 included), `error` (4xx, 5xx) or `all`; names the server sets itself (framing, validators, `Cache-Control`, `Access-Control-*`, ...) are refused; the variable may hold several, one a line"},
+		{Name: "mime", Ptr: (*typeRules)(&c.Types),
+			Usage: "media type of an extension `.ext=type[:kind]`, kind playlist, segment or other (its Cache-Control); adds to or overrides the built-in table (repeatable; in SEGORIGIN_MIME one a line)",
+			Doc:   "media type of an extension, `.ext=type[:kind]`, repeatable: `-mime .cmfv=video/mp4:segment`, `-mime '.sub=text/plain; charset=utf-8:other'`; `kind` (`playlist`, `segment` or `other`) picks the Cache-Control class above, and without it an extension keeps its built-in kind (`other` for a new one); a later rule for an extension wins; the variable may hold several, one a line"},
+		{Name: "server-name", Ptr: &c.ServerName,
+			Usage: "Server header value (empty omits it)",
+			Doc:   "`Server` header value; empty omits it"},
+	}}
+}
+
+// checkHeaders checks every -header and -mime rule.
+func (c *Config) checkHeaders() error {
+	var errs []error
+	for _, r := range c.Headers {
+		errs = append(errs, r.validate())
+	}
+	for _, r := range c.Types {
+		errs = append(errs, r.validate())
+	}
+	return errors.Join(errs...)
+}
+
+// corsSection: cross-origin access.
+func (c *Config) corsSection() schema.Section {
+	return schema.Section{Title: "CORS", Check: c.validateCORS, Settings: []schema.Setting{
+		{Name: "cors-origins", Ptr: &c.CORSOrigins,
+			Usage: "comma-separated origins allowed cross-origin; * for any; empty for none",
+			Doc:   "comma-separated allowed origins; `*` any; empty none. Allowed origins get `Access-Control-Allow-Origin`, `Access-Control-Expose-Headers` and `Timing-Allow-Origin` (players' Resource Timing bandwidth estimates) on every response, errors included; a list (not `*`) adds `Vary: Origin`"},
+		{Name: "cors-allow-headers", Ptr: &c.CORSAllowHeaders,
+			Usage: "comma-separated request headers a CORS preflight allows",
+			Doc:   "request headers a preflight allows (`Access-Control-Allow-Headers`); the CMCD ones are what hls.js and dash.js send in CMCD header mode"},
+		{Name: "cors-max-age", Ptr: &c.CORSMaxAge,
+			Usage: "how long browsers may keep a preflight's answer (Access-Control-Max-Age)",
+			Doc:   "`Access-Control-Max-Age` of preflights (Chromium caps it at 2 h)"},
+		{Name: "cors-credentials", Ptr: &c.CORSCredentials,
+			Usage: "send Access-Control-Allow-Credentials: true (cookies cross-origin); needs an explicit -cors-origins list, not *",
+			Doc:   "`Access-Control-Allow-Credentials: true`, so pages can send the cookie token cross-origin; needs an explicit `-cors-origins` list (refused with `*`)"},
+	}}
+}
+
+// cacheSection: the file cache, inlining and the body path.
+func (c *Config) cacheSection() schema.Section {
+	return schema.Section{Title: "File cache and body path", Check: c.checkCache, Settings: []schema.Setting{
+		{Name: "cache-files", Ptr: &c.CacheFiles,
+			Usage: "open files kept in the cache; 0 disables it",
+			Doc:   "open files kept by the cache; 0 disables it. Keep it well under the descriptor limit (a start-up warning says when it is over half)"},
+		{Name: "inline-max", Ptr: &c.InlineMax,
+			Usage: "files of at most this many bytes are kept in memory with their cache entry and sent with the header in one send; 0 disables",
+			Doc:   "files of at most this many bytes are read into memory once, with their cache entry, and a GET of them leaves in one send with its header; 0 disables"},
+		{Name: "inline-budget", Ptr: &c.InlineBudget,
+			Usage: "most bytes of inlined files held at once; a file past it is sent by sendfile",
+			Doc:   "most bytes of inlined files held at once (64 MiB); a file past it is served by sendfile"},
+		{Name: "negative-ttl", Ptr: &c.NegativeTTL,
+			Usage: "how long a missing file is remembered (0: not at all)",
+			Doc:   "how long a missing file is remembered; 0: not at all (every request for a missing name looks again)"},
+		{Name: "negative-cache-bytes", Ptr: &c.NegativeCacheBytes,
+			Usage: "memory budget of remembered missing names (name bytes plus 256 each; 0: none remembered)",
+			Doc:   "memory budget of remembered missing names: each costs its length plus 256 bytes; the oldest go first, a name larger than the budget is not remembered (clients choose these names); 0: none remembered"},
+		{Name: "max-ranges", Ptr: &c.MaxRanges,
+			Usage: "most ranges answered in one request (after coalescing); more gets the whole file",
+			Doc:   "most ranges after coalescing; more gets the whole file (200)"},
+		{Name: "disable-sendfile", Ptr: &c.DisableSendfile,
+			Usage: "send bodies over -inline-max by userspace copy even on plain TCP (diagnosis, comparisons)",
+			Doc:   "force the userspace copy for files over `-inline-max` on plain TCP (diagnosis, comparisons)"},
+	}}
+}
+
+// checkCache: counts and budgets are not negative, and a request may have
+// a range.
+func (c *Config) checkCache() error {
+	var errs []error
+	if c.MaxRanges < 1 {
+		errs = append(errs, fmt.Errorf("max-ranges: %d, want >= 1", c.MaxRanges))
+	}
+	if c.CacheFiles < 0 {
+		errs = append(errs, fmt.Errorf("cache-files: %d, want >= 0", c.CacheFiles))
+	}
+	if c.InlineMax < 0 || c.InlineBudget < 0 {
+		errs = append(errs, fmt.Errorf("inline-max %d, inline-budget %d: want >= 0", c.InlineMax, c.InlineBudget))
+	}
+	errs = append(errs, notNegative(named{"negative-ttl", c.NegativeTTL}))
+	if c.NegativeCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("negative-cache-bytes: %d, want >= 0 (0 remembers no missing names)", c.NegativeCacheBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// connSection: the engine, timeouts and connection limits.
+func (c *Config) connSection() schema.Section {
+	return schema.Section{Title: "Connections and limits", Check: c.checkConns, Settings: []schema.Setting{
+		{Name: "read-timeout", Ptr: &c.ReadTimeout,
+			Usage: "time to read one request's headers",
+			Doc:   "time to read one request's headers"},
+		{Name: "write-timeout", Ptr: &c.WriteTimeout,
+			Usage: "time to write one response",
+			Doc:   "time to write one response"},
+		{Name: "idle-timeout", Ptr: &c.IdleTimeout,
+			Usage: "keep-alive wait for the next request",
+			Doc:   "keep-alive wait for the next request"},
+		{Name: "engine", Ptr: (*string)(&c.Engine),
+			Usage: "what serves plain HTTP: loop (event loops, Linux) or fasthttp (a goroutine per connection); HTTPS is always fasthttp",
+			Doc:   "what serves plain HTTP: `loop` (event loops: a few OS threads in epoll_wait serve every connection; Linux) or `fasthttp` (a goroutine per connection). HTTPS is always served by fasthttp, with crypto/tls and kTLS"},
+		{Name: "loops", Ptr: &c.Loops,
+			Usage: "event loops (OS threads) of -engine loop; 0: one per GOMAXPROCS",
+			Doc:   "event loops (OS threads) of `-engine loop`; 0: one per GOMAXPROCS"},
+		{Name: "max-requests-per-conn", Ptr: &c.MaxRequestsPerConn,
+			Usage: "close a connection after this many requests (0: no limit)",
+			Doc:   "close a connection after N requests (0: no limit)"},
+		{Name: "max-header-bytes", Ptr: &c.MaxHeaderBytes,
+			Usage: "largest request line plus headers (431 beyond)",
+			Doc:   "request line plus headers; 431 beyond"},
+		{Name: "max-conns", Ptr: &c.MaxConns,
+			Usage: "most concurrent connections (0: no limit)",
+			Doc:   "most concurrent connections, enforced at accept (0: no limit)"},
+		{Name: "max-conns-per-ip", Ptr: &c.MaxConnsPerIP,
+			Usage: "most concurrent connections per client IP (0: no limit)",
+			Doc:   "most concurrent connections per client address (0: no limit); a trusted proxy's own connections are not limited per address"},
+	}}
+}
+
+// checkConns: an engine this system has, and limits that can hold a
+// request.
+func (c *Config) checkConns() error {
+	var errs []error
+	switch c.Engine {
+	case EngineFastHTTP:
+	case EngineLoop:
+		if !loopAvailable {
+			errs = append(errs, errors.New("engine: loop needs Linux (epoll); use -engine fasthttp"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("engine: %q, want loop or fasthttp", c.Engine))
+	}
+	if c.Loops < 0 || c.Loops > 1024 {
+		errs = append(errs, fmt.Errorf("loops: %d, want 0..1024", c.Loops))
+	}
+	if c.MaxHeaderBytes < 1024 {
+		errs = append(errs, fmt.Errorf("max-header-bytes: %d, want >= 1024", c.MaxHeaderBytes))
+	}
+	errs = append(errs, notNegative(
+		named{"read-timeout", c.ReadTimeout}, named{"write-timeout", c.WriteTimeout}, named{"idle-timeout", c.IdleTimeout}))
+	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.MaxRequestsPerConn < 0 {
+		errs = append(errs, errors.New("max-conns, max-conns-per-ip, max-requests-per-conn: want >= 0"))
+	}
+	return errors.Join(errs...)
+}
+
+// proxySection: who a request is from behind proxies; newClientIdentity
+// checks these at New, where it parses them.
+func (c *Config) proxySection() schema.Section {
+	return schema.Section{Title: "Client address behind proxies", Settings: []schema.Setting{
+		{Name: "trusted-proxies", Ptr: &c.TrustedProxies,
+			Usage: "comma-separated CIDR prefixes (or addresses) of the proxies in front: only they may name the client, by -client-ip-header or a PROXY header",
+			Doc:   "comma-separated CIDR prefixes or addresses of the proxies in front (CDN shield, load balancer); only their connections may name another client"},
+		{Name: "client-ip-header", Ptr: &c.ClientIPHeader,
+			Usage: "header trusted proxies name the client in: X-Forwarded-For, Forwarded (RFC 7239) or none",
+			Doc:   "the header trusted proxies name the client in: `X-Forwarded-For`, `Forwarded` (RFC 7239) or `none`; only that one is read"},
+		{Name: "proxy-protocol", Ptr: &c.ProxyProtocol,
+			Usage: "PROXY protocol v1/v2 header from trusted proxies: off, optional, required (refused from any other peer)",
+			Doc:   "PROXY protocol v1/v2 on every listener: `off`, `optional` (trusted proxies may send a header), `required` (they must); a header from any other peer closes the connection"},
+	}}
+}
+
+// coldSection: the cold readers and read-ahead.
+func (c *Config) coldSection() schema.Section {
+	return schema.Section{Title: "Cold storage and read-ahead", Check: c.checkCold, Settings: []schema.Setting{
+		{Name: "cold-readers", Ptr: &c.ColdReaders,
+			Usage: "goroutines that read bytes not in the page cache before they are sent, so sendfile never waits for storage (0: off, and with it read-ahead and the bound on opens; sendfile may block a thread)",
+			Doc:   "goroutines that read bytes not in the page cache before they are sent; 0: off, and with it read-ahead and the bound on opens (a cold sendfile then blocks a thread; a warning at start says so)"},
+		{Name: "cold-queue", Ptr: &c.ColdQueue,
+			Usage: "requests that may wait for a cold reader; beyond it 503 with Retry-After",
+			Doc:   "requests that may wait for a cold reader; beyond it 503 with `Retry-After` of 1-3 s"},
+		{Name: "cold-deadline", Ptr: &c.ColdDeadline,
+			Usage: "longest wait for a cold reader, a turn to open a file, or another request's open of it; past it 503 with Retry-After",
+			Doc:   "longest wait for a cold reader, a turn to open a file, or another request's open of it; past it 503 with `Retry-After` of 1-3 s (mid-body: the connection closes)"},
+		{Name: "readahead-readers", Ptr: &c.ReadAhead.Readers,
+			Usage: "cold readers that may read ahead at once, fewer than -cold-readers (0: no read-ahead; not given: a quarter of -cold-readers, at most 8)",
+			Doc:   "cold readers that may read ahead at once (0: no read-ahead; fewer than `-cold-readers`, so one is always left for waiting requests). Not given, it follows `-cold-readers`: a quarter of them, at most 8, one for 2 or 3, none for 0 or 1; given, it must fit (one message names both flags)",
+			// Derived, so that -cold-readers alone never conflicts with it.
+			Unset: func() { c.ReadAhead.Readers = ReadAheadReadersFor(c.ColdReaders) }},
+		{Name: "readahead-queue", Ptr: &c.ReadAhead.Queue,
+			Usage: "predictions waiting for a reader; more are dropped",
+			Doc:   "predictions waiting for a reader; more are dropped (counted)"},
+		{Name: "readahead-max-bytes", Ptr: &c.ReadAhead.MaxBytes,
+			Usage: "most bytes one prediction reads ahead",
+			Doc:   "most bytes one prediction reads ahead (8 MiB)"},
+		{Name: "readahead-playlist", Ptr: &c.ReadAhead.Playlist,
+			Usage: "read ahead the next segment of the HLS media playlist that lists the one served",
+			Doc:   "read ahead the next segment of the HLS media playlist that lists the one served"},
+		{Name: "readahead-byterange", Ptr: &c.ReadAhead.ByteRange,
+			Usage: "read ahead the next EXT-X-BYTERANGE span",
+			Doc:   "read ahead the next `EXT-X-BYTERANGE` span"},
+		{Name: "readahead-template", Ptr: &c.ReadAhead.Template,
+			Usage: "read ahead the next DASH SegmentTemplate number of a segment no playlist lists",
+			Doc:   "read ahead the next DASH `SegmentTemplate` number of a segment no playlist lists"},
+		{Name: "readahead-sidx", Ptr: &c.ReadAhead.Sidx,
+			Usage: "read ahead the next sidx subsegment of an on-demand MP4",
+			Doc:   "read ahead the next `sidx` subsegment of an on-demand MP4"},
+		{Name: "readahead-cmcd", Ptr: &c.ReadAhead.CMCD,
+			Usage: "read ahead what CMCD nor/nrr (query or CMCD-Request header) names",
+			Doc:   "read ahead what CMCD `nor`/`nrr` names (query or `CMCD-Request` header)"},
+	}}
+}
+
+// checkCold: a bounded pool, and read-ahead only on it, leaving a reader
+// for waiting requests.
+func (c *Config) checkCold() error {
+	var errs []error
+	if c.ColdReaders < 0 || c.ColdReaders > 1024 {
+		errs = append(errs, fmt.Errorf("cold-readers: %d, want 0..1024", c.ColdReaders))
+	}
+	if c.ColdReaders > 0 && (c.ColdQueue < 0 || c.ColdDeadline < time.Millisecond) {
+		errs = append(errs, fmt.Errorf("cold-queue %d, cold-deadline %v: want >= 0 and >= 1ms", c.ColdQueue, c.ColdDeadline))
+	}
+	ra := c.ReadAhead
+	switch {
+	case ra.Readers <= 0:
+	case c.ColdReaders == 0:
+		// Read-ahead runs on the cold readers: it cannot be on
+		// without them.
+		errs = append(errs, fmt.Errorf("readahead-readers: %d with cold-readers 0: read-ahead runs on the cold readers; want readahead-readers 0, or cold-readers > %d", ra.Readers, ra.Readers))
+	case ra.Readers >= c.ColdReaders:
+		// At least one reader must be left for waiting requests.
+		errs = append(errs, fmt.Errorf("readahead-readers: %d, want < cold-readers (%d): one reader at least stays for waiting requests", ra.Readers, c.ColdReaders))
+	case ra.Queue < 1 || ra.MaxBytes < 1:
+		errs = append(errs, fmt.Errorf("readahead-queue %d, readahead-max-bytes %d: want >= 1", ra.Queue, ra.MaxBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// authSection: signed-URL authorization.
+func (c *Config) authSection() schema.Section {
+	return schema.Section{Title: "Signed URLs", Check: c.checkAuth, Settings: []schema.Setting{
+		{Name: "auth-path-prefix", Ptr: &c.Auth.PathPrefix,
+			Usage: "path carrier: /<prefix>/<token>/<path>; empty disables",
+			Doc:   "path carrier `/t/<token>/...`; empty disables"},
+		{Name: "auth-query-param", Ptr: &c.Auth.QueryParam,
+			Usage: "query carrier parameter; empty disables",
+			Doc:   "query carrier; empty disables"},
+		{Name: "auth-cookie", Ptr: &c.Auth.Cookie,
+			Usage: "cookie carrier name; empty disables",
+			Doc:   "cookie carrier; empty disables"},
+		{Name: "auth-bearer", Ptr: &c.Auth.Bearer,
+			Usage: "accept Authorization: Bearer <token>",
+			Doc:   "accept `Authorization: Bearer <token>`"},
+		{Name: "auth-query-rewrite", Ptr: &c.Auth.QueryRewrite,
+			Usage: "write a query token (or secure_link md5=&expires=) into every URI of the playlists and manifests it opens, so relative segment URLs keep it",
+			Doc:   "write a query token (or secure_link `md5=&expires=`) into every URI of the playlists and manifests it opens, so relative segment URLs keep it: [query tokens](signed-urls.md#query-tokens-playlists-rewritten)"},
+		{Name: "auth-query-rewrite-max-bytes", Ptr: &c.Auth.QueryRewriteMaxBytes,
+			Usage: "playlists and manifests larger than this are served unrewritten (counted)",
+			Doc:   "playlists and manifests larger than this (1 MiB) are served unrewritten, counted in `segorigin_query_rewrite_total{outcome=\"too_large\"}`"},
+		{Name: "auth-query-rewrite-hosts", Ptr: &c.Auth.QueryRewriteHosts,
+			Usage: "comma-separated other hosts (host or host:port) whose URIs in a playlist get the token too; other hosts' are left alone",
+			Doc:   "comma-separated other hosts (`host` or `host:port`) whose URIs in a playlist get the token too (a CDN hostname for the same paths); other hosts' URIs are left alone"},
+		{Name: "auth-public", Ptr: &c.Auth.Public,
+			Usage: "comma-separated path prefixes served without a token (whole segments: /public covers /public/..., not /publicity.txt)",
+			Doc:   "comma-separated path prefixes served without a token; they match whole segments (`/public` covers `/public/...`, not `/publicity.txt`); needs `-auth-key-file` or `-auth-securelink-secret-file` (refused at start without)"},
+		{Name: "auth-missing-status", Ptr: &c.Auth.MissingStatus,
+			Usage: "status for a request with no token: 401 or 403",
+			Doc:   "status when no token is given: 401 or 403"},
+		{Name: "auth-skew", Ptr: &c.Auth.Skew,
+			Usage: "clock skew allowed on token times (0: none)",
+			Doc:   "clock skew allowed on token times; 0: none"},
+		{Name: "auth-securelink-expression", Ptr: &c.Auth.SecureLinkExpression,
+			Usage: "secure_link_md5 expression ($expires, $uri, $remote_addr, $secret)",
+			Doc:   "its `secure_link_md5` expression (`$expires`, `$uri`, `$remote_addr`, `$secret`)"},
+	}}
+}
+
+// checkAuth: no negative skew, and public paths only where others need a
+// token.
+func (c *Config) checkAuth() error {
+	var errs []error
+	if c.Auth.Skew < 0 {
+		errs = append(errs, fmt.Errorf("auth-skew: %v, want >= 0 (0 allows no skew)", c.Auth.Skew))
+	}
+	if len(c.Auth.Public) > 0 && !c.Auth.enabled() {
+		errs = append(errs, errors.New("-auth-public needs -auth-key-file or -auth-securelink-secret-file: without them no path needs a token, so there is nothing to exempt"))
+	}
+	return errors.Join(errs...)
+}
+
+// logSection: the access log.
+func (c *Config) logSection() schema.Section {
+	return schema.Section{Title: "Logs", Check: c.checkLog, Settings: []schema.Setting{
+		{Name: "access-log-sample", Ptr: &c.AccessLogSample,
+			Usage: "log one response in N (1: all)",
+			Doc:   "log one response in N (1: all; 0 is refused)"},
+	}}
+}
+
+// checkLog: a sample logs one response in N, N >= 1.
+func (c *Config) checkLog() error {
+	if c.AccessLogSample < 1 {
+		return fmt.Errorf("access-log-sample: %d, want >= 1 (log one response in N; 1 logs all)", c.AccessLogSample)
+	}
+	return nil
+}
+
+// named is a duration with the flag that sets it, for notNegative.
+type named struct {
+	flag string
+	d    time.Duration
+}
+
+// notNegative refuses each negative duration, naming its flag.
+func notNegative(ds ...named) error {
+	var errs []error
+	for _, n := range ds {
+		if n.d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %v, want >= 0", n.flag, n.d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// headerRules is the repeatable -header flag: one rule a flag, one a line
+// of SEGORIGIN_HEADER.
+type headerRules []HeaderRule
+
+var _ flag.Value = (*headerRules)(nil)
+
+func (h *headerRules) String() string {
+	if h == nil {
+		return ""
+	}
+	var parts []string
+	for _, r := range *h {
+		parts = append(parts, r.Kind+":"+r.Name+": "+r.Value)
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (h *headerRules) Set(v string) error {
+	return appendLines((*[]HeaderRule)(h), v, ParseHeaderRule)
+}
+
+// typeRules is the repeatable -mime flag: one rule a flag, one a line of
+// SEGORIGIN_MIME.
+type typeRules []MediaTypeRule
+
+var _ flag.Value = (*typeRules)(nil)
+
+func (r *typeRules) String() string {
+	if r == nil {
+		return ""
+	}
+	var parts []string
+	for _, t := range *r {
+		s := "." + t.Ext + "=" + t.ContentType
+		if t.Kind != "" {
+			s += ":" + t.Kind
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "\n")
+}
+
+func (r *typeRules) Set(v string) error {
+	return appendLines((*[]MediaTypeRule)(r), v, ParseMediaTypeRule)
+}
+
+// appendLines adds one rule per line of v to dst, parsed by parse: a flag
+// gives one, an environment variable may give several.
+func appendLines[T any](dst *[]T, v string, parse func(string) (T, error)) error {
+	for line := range strings.SplitSeq(v, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		r, err := parse(line)
+		if err != nil {
+			return err
+		}
+		*dst = append(*dst, r)
+	}
+	return nil
+}
