@@ -40,6 +40,12 @@ type plan struct {
 	// goroutine that may wait.
 	noBlock, wouldBlock bool
 
+	// inProgress: the file is still being written and its bytes go out
+	// with no-store (-in-progress uncached); counted when the plan is
+	// final, with the file's size then.
+	inProgress     bool
+	inProgressSize int64
+
 	spanBuf [4]ranges.Span
 }
 
@@ -170,6 +176,9 @@ func (s *Server) serveName(ctx *fasthttp.RequestCtx, p *plan, name reqName, rh *
 		return
 	}
 	s.serveFile(ctx, p, h, rh, g)
+	if p.inProgress && !p.wouldBlock {
+		s.countInProgress(name.view(), p.inProgressSize)
+	}
 }
 
 var slash = []byte("/")
@@ -276,7 +285,7 @@ func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, r
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
 	mt := s.lookupType(h.Name)
 	p.kind = mt.kind
-	done, uncached := s.checkInProgress(ctx, h, changed)
+	done, uncached := s.checkInProgress(ctx, p, h, changed)
 	if done {
 		return
 	}

@@ -90,26 +90,36 @@ func (s *Server) inProgress(h *cache.Handle, changed int64) bool {
 }
 
 // checkInProgress applies the settle rule to a request for h. done true:
-// ctx holds the answer (503) and h is released. Otherwise uncached says
-// the file is in progress and its bytes go out with no-store.
-func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, h *cache.Handle, changed int64) (done, uncached bool) {
+// ctx holds the answer (503) and h is released; it is final, and counted.
+// Otherwise uncached says the file is in progress and its bytes go out
+// with no-store: p.inProgress records it, and it is counted only once the
+// plan is final (countInProgress), since a later step may still send the
+// request off the event loop to be planned again.
+func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, changed int64) (done, uncached bool) {
 	if !s.inProgress(h, changed) {
 		return false, false
 	}
-	s.stats.InProgress.Add(1)
 	// Reopened by the next request, so that the settled file is judged by
 	// its final dates and served at its final size.
 	s.cache.Invalidate(h.Name)
-	if s.inProgressLog.first(h.Name) && s.inProgressLog.limit.Allow() {
-		s.log.Info("file still being written: not published until it settles",
-			"path", s.loggable(h.Name), "size", h.Size, "settle", s.cfg.Settle, "answer", string(s.cfg.InProgress),
-			"suppressed", s.inProgressLog.limit.Suppressed())
-	}
 	if s.cfg.InProgress == InProgressUncached {
+		p.inProgress, p.inProgressSize = true, h.Size
 		return false, true
 	}
+	s.countInProgress(h.Name, h.Size)
 	h.Release()
 	s.fail(ctx, errInProgress)
 	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
 	return true, false
+}
+
+// countInProgress counts and logs (once per file) an answer about a file
+// still being written.
+func (s *Server) countInProgress(name string, size int64) {
+	s.stats.InProgress.Add(1)
+	if s.inProgressLog.first(name) && s.inProgressLog.limit.Allow() {
+		s.log.Info("file still being written: not published until it settles",
+			"path", s.loggable(name), "size", size, "settle", s.cfg.Settle, "answer", string(s.cfg.InProgress),
+			"suppressed", s.inProgressLog.limit.Suppressed())
+	}
 }
