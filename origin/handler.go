@@ -245,10 +245,17 @@ func checkHost(h *fasthttp.RequestHeader) error {
 // fasthttp decided (it also stands for Transfer-Encoding beside
 // Content-Length). Both engines call it as soon as the header is parsed,
 // before the connection's fate is read from it.
+//
+// It also keeps an HTTP/1.0 connection whose keep-alive is on a later
+// Connection field line than the first: fasthttp reads only the first,
+// and RFC 9110 §5.3 makes the lines one list.
 func persistLaterMinor(h *fasthttp.RequestHeader) {
 	p := h.Protocol()
-	if len(p) == len("HTTP/1.1") && string(p[:len("HTTP/1.")]) == "HTTP/1." && p[len("HTTP/1.")] >= '2' &&
-		h.ConnectionClose() && h.ContentLength() != -1 && !httpmsg.AsksClose(h.RawHeaders()) {
+	if len(p) != len("HTTP/1.1") || string(p[:len("HTTP/1.")]) != "HTTP/1." ||
+		!h.ConnectionClose() || h.ContentLength() == -1 || httpmsg.AsksClose(h.RawHeaders()) {
+		return
+	}
+	if p[len("HTTP/1.")] >= '2' || (p[len("HTTP/1.")] == '0' && httpmsg.AsksKeepAlive(h.RawHeaders())) {
 		h.ResetConnectionClose()
 	}
 }

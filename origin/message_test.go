@@ -147,3 +147,19 @@ func TestTargetTooLong(t *testing.T) {
 	r, _ = rawRequest(t, ts, "GET /a.txt HTTP/1.1\r\nHost: t\r\nX-Pad: "+strings.Repeat("p", 8200)+"\r\n\r\n")
 	mustStatus(t, r, 431, "an 8,200-byte field")
 }
+
+// TestKeepAliveOnSecondLine: RFC 9112 §9.3, an HTTP/1.0 client asks for a
+// persistent connection with "keep-alive" in Connection; RFC 9110 §5.3,
+// two Connection lines are one list, so the option counts on either.
+func TestKeepAliveOnSecondLine(t *testing.T) { everyMode(t, testKeepAliveOnSecondLine) }
+
+func testKeepAliveOnSecondLine(t *testing.T, mode serverMode) {
+	ts := messageRoot(t, mode)
+	r, c := rawRequest(t, ts, "GET /a.txt HTTP/1.0\r\nConnection: x-foo\r\nConnection: keep-alive\r\n\r\n")
+	mustStatus(t, r, 200, "HTTP/1.0, keep-alive on the second Connection line")
+	mustHeader(t, r, "Connection", "keep-alive", "HTTP/1.0, keep-alive on the second Connection line")
+	if _, err := c.conn.Write([]byte("GET /a.txt HTTP/1.0\r\n\r\n")); err != nil {
+		t.Fatalf("second request: %v", err)
+	}
+	mustBody(t, c.read("GET"), []byte("0123456789"), "second request on the kept connection")
+}
