@@ -219,6 +219,9 @@ func runParity(t *testing.T, tr parityTransport, old time.Time, cases []parityCa
 		before, logged := ts.srv.Stats(), len(access.String())
 		r := parityExchange(t, ts, strings.ReplaceAll(c.raw, "%ETAG%", etag), knownDivergence[c.name].lingers, tr.name == "loop")
 		r.counts = statsDelta(before, ts.srv.Stats())
+		if n := r.counts[otherCode]; n != 0 {
+			t.Errorf("%s: %s: %d responses counted under code \"other\": every code the server sends is counted on its own", tr.name, c.name, n)
+		}
 		r.access = normaliseAccess(t, access.String()[logged:])
 		out[c.name] = r
 		if c.name == "GET small" {
@@ -265,6 +268,16 @@ func parityExchange(t *testing.T, ts *testServer, raw string, watchLinger, isLoo
 	waitFor(t, 10*time.Second, "the connection to close", func() bool { return open() == 0 })
 	return r
 }
+
+// otherCode is the counter of responses whose code has no counter of its
+// own.
+var otherCode = func() string {
+	i := 0
+	for origin.StatusLabel(i) != "other" {
+		i++
+	}
+	return fmt.Sprintf("ByStatus[%d]", i)
+}()
 
 var etagField = regexp.MustCompile(`(?i)\r\netag: ([^\r]*)\r\n`)
 
