@@ -97,7 +97,7 @@ func (s *Server) AdminPprof() bool { return s.cfg.AdminPprof }
 // statusCodes are the status codes the server emits, each counted on its
 // own; any other code (none is expected) is counted as "other", so the
 // metric's cardinality is fixed.
-var statusCodes = [...]int{200, 204, 206, 304, 400, 401, 403, 404, 405, 408, 410, 412, 416, 431, 500, 501, 503, 505}
+var statusCodes = [...]int{200, 204, 206, 304, 400, 401, 403, 404, 405, 408, 410, 412, 413, 414, 416, 431, 500, 501, 503, 505}
 
 // statusIndex is code's index in ByStatus.
 func statusIndex(code int) int {
