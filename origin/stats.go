@@ -26,7 +26,7 @@ type Counters[C any] struct {
 	Status4xx       C                       // 4xx responses, unparseable requests' included
 	Status5xx       C                       // 5xx responses (503 on EMFILE included)
 	ByStatus        [len(statusCodes) + 1]C // responses by code, as statusCodes; the last counts any other code
-	BadRequests     C                       // requests fasthttp could not parse (400/408/431)
+	BadRequests     C                       // requests refused before the handler: unparseable, timed out, too large (400/408/413/414/431/505)
 	HeaderTooLarge  C                       // of those, 431 answers
 	Multipart       C                       // multipart/byteranges answers
 	RangesIgnored   C                       // Range headers ignored as invalid or over the cap
@@ -176,7 +176,7 @@ func (s *Server) serverMetrics(t *table, st *Stats) {
 	t.add(t.gauge("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check."), gaugeFlag(s.RootAvailable()))
 	t.one("root_unavailable_total", "Times the media root was found missing, replaced or unreadable (each outage counted once).", st.RootUnavailable)
 	t.each(t.counter("file_responses_total", "File responses (200, 206, 304) by kind of file.", "kind"), st.Kinds[:], KindName)
-	t.one("bad_requests_total", "Requests fasthttp could not parse (400, 408, 431).", st.BadRequests)
+	t.one("bad_requests_total", "Requests refused before the handler: unparseable, timed out or too large (400, 408, 413, 414, 431, 505).", st.BadRequests)
 	t.one("header_too_large_total", "Requests refused with 431.", st.HeaderTooLarge)
 	t.one("multipart_responses_total", "multipart/byteranges responses.", st.Multipart)
 	t.one("ranges_ignored_total", "Range headers ignored as invalid or over -max-ranges.", st.RangesIgnored)
