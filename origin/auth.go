@@ -11,6 +11,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"segorigin/internal/httpmsg"
 	"segorigin/origin/token"
 )
 
@@ -45,16 +46,22 @@ type AuthConfig struct {
 	// playlists and manifests it authorises (HLS URI lines and URI
 	// attributes, DASH BaseURL and segment URLs), so that players keep
 	// sending it: a relative URI resolves without the playlist's query
-	// (RFC 3986 §5.2.2). A URI outside the token's scope, or on a host
-	// other than the request's and QueryRewriteHosts, is left as it is.
+	// (RFC 3986 §5.2.2). Relative references get it; an absolute or
+	// scheme-relative URI only on a host in QueryRewriteHosts, never
+	// because it names the request's Host (which the client chose). A
+	// URI outside the token's scope, or on any other host, is left as it
+	// is.
 	// With secure_link, each URI under the document's directory gets its
 	// own md5= and expires=, with the request's expiry.
 	QueryRewrite bool
 	// QueryRewriteMaxBytes: a playlist or manifest larger than this is
 	// served unrewritten (counted); 0 means 1 MiB.
 	QueryRewriteMaxBytes int64
-	// QueryRewriteHosts are other hosts (host or host:port) whose URIs in
-	// a document get the token too: a CDN hostname for the same paths.
+	// QueryRewriteHosts are the hosts (host or host:port, compared
+	// without case; a host without a port also matches its scheme's
+	// default port) whose absolute and scheme-relative URIs in a document
+	// get the token: this origin's own names, a CDN hostname for the same
+	// paths. Empty (the default): only relative URIs get it.
 	QueryRewriteHosts []string
 
 	// SecureLinkSecret selects the nginx secure_link scheme instead (for
@@ -99,6 +106,9 @@ func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*
 	case cfg.QueryRewriteMaxBytes < 0:
 		return nil, fmt.Errorf("auth query rewrite max bytes: %d, want >= 0", cfg.QueryRewriteMaxBytes)
 	}
+	if err := checkRewriteHosts(cfg.QueryRewriteHosts); err != nil {
+		return nil, err
+	}
 	if cfg.PathPrefix != "" {
 		p := strings.Trim(cfg.PathPrefix, "/")
 		if p == "" || strings.Contains(p, "/") {
@@ -125,6 +135,19 @@ func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*
 	}
 	a.redact = token.NewRedactor(cfg.PathPrefix, params...)
 	return a, nil
+}
+
+// checkRewriteHosts refuses a QueryRewriteHosts entry that is not a
+// host[:port] (RFC 3986 §3.2.2) a URI could name: a scheme, a path, an
+// empty host or port would never match, and the operator would not learn
+// why the token is missing.
+func checkRewriteHosts(hosts []string) error {
+	for _, h := range hosts {
+		if h == "" || h[0] == ':' || strings.HasSuffix(h, ":") || !httpmsg.ValidHost([]byte(h)) {
+			return fmt.Errorf("auth query rewrite hosts: %q, want host or host:port such as cdn.example.com", h)
+		}
+	}
+	return nil
 }
 
 // underPrefix reports whether path is prefix or lies under it, matching

@@ -164,7 +164,8 @@ func (s *Server) readWhole(h *cache.Handle) ([]byte, error) {
 // rewrittenETag derives a rewritten body's entity tag from the file's and
 // the body: it differs from the file's (the bytes differ), and is the same
 // for the same file and token (the rewrite is a pure function of them and
-// the request's host), as a strong validator must be (RFC 9110 §8.8.1).
+// the configuration, whatever the request's Host), as a strong validator
+// must be (RFC 9110 §8.8.1).
 func rewrittenETag(fileETag string, body []byte) string {
 	sum := sha256.Sum256(body)
 	var b strings.Builder
@@ -186,8 +187,10 @@ func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg que
 	if ctx.IsTLS() {
 		scheme = "https"
 	}
+	// No host in the base: the request's Host is the client's to choose,
+	// so a URI naming it is ours only if QueryRewriteHosts lists it.
 	t := &rewrite.Target{
-		Base:   &url.URL{Scheme: scheme, Host: string(ctx.Host()), Path: "/" + name},
+		Base:   &url.URL{Scheme: scheme, Path: "/" + name},
 		Hosts:  a.cfg.QueryRewriteHosts,
 		MaxOut: maxOut,
 	}

@@ -204,3 +204,53 @@ func testQueryTokenSecureLink(t *testing.T, mode serverMode) {
 	mustBody(t, r, []byte(want), "master with secure_link")
 	mustStatus(t, ts.get("/vod/title42/v1/index.m3u8?"+sign("/vod/title42/v1/index.m3u8")), 200, "the URI's own secure_link")
 }
+
+// TestQueryTokenRewriteIgnoresHost: the request's Host is the client's
+// to choose, so it never makes a URI ours. With Host: evil.example (in
+// the field, or as an absolute-form target's authority, RFC 9112
+// §3.2.2), a playlist's //evil.example/... and https://evil.example/...
+// come back as they are, while relative URIs and the listed
+// cdn.example's get the token; a URI naming the Host the client sent by
+// default (test) is not listed either, and keeps none.
+func TestQueryTokenRewriteIgnoresHost(t *testing.T) { everyMode(t, testQueryTokenRewriteIgnoresHost) }
+
+func testQueryTokenRewriteIgnoresHost(t *testing.T, mode serverMode) {
+	now := time.Unix(1_800_000_000, 0)
+	ts, keys := mode.qrServer(t, now, nil)
+	q := "token=" + mustSign(t, keys["k1"], token.Claims{Expiry: now.Add(time.Hour), ACL: []string{"/vod/title42/*"}})
+	const playlist = "#EXTM3U\n" +
+		"#EXT-X-MAP:URI=\"//evil.example/vod/title42/init.mp4\"\n" +
+		"#EXTINF:2,\n//evil.example/x.ts\n" +
+		"#EXTINF:2,\nhttps://evil.example/y.ts\n" +
+		"#EXTINF:2,\nHTTPS://Evil.Example:443/vod/title42/v1/seg1.ts\n" +
+		"#EXTINF:2,\n//test/vod/title42/v1/seg1.ts\n" +
+		"#EXTINF:2,\nv1/seg1.ts\n" +
+		"#EXTINF:2,\n/vod/title42/v1/seg1.ts\n" +
+		"#EXTINF:2,\nhttps://cdn.example/vod/title42/v1/seg1.ts\n"
+	want := strings.NewReplacer(
+		"\nv1/seg1.ts\n", "\nv1/seg1.ts?"+q+"\n",
+		"\n/vod/title42/v1/seg1.ts\n", "\n/vod/title42/v1/seg1.ts?"+q+"\n",
+		"https://cdn.example/vod/title42/v1/seg1.ts\n", "https://cdn.example/vod/title42/v1/seg1.ts?"+q+"\n",
+	).Replace(playlist)
+	writeFile(t, ts.root, "vod/title42/hosts.m3u8", playlist)
+	target := "/vod/title42/hosts.m3u8?" + q
+
+	c := ts.dial()
+	if _, err := fmt.Fprintf(c.conn, "GET %s HTTP/1.1\r\nHost: evil.example\r\n\r\n", target); err != nil {
+		t.Fatal(err)
+	}
+	evil := c.read("GET")
+	mustStatus(t, evil, 200, "Host: evil.example")
+	mustBody(t, evil, []byte(want), "Host: evil.example")
+
+	abs := ts.get("http://evil.example" + target)
+	mustStatus(t, abs, 200, "absolute-form target on evil.example")
+	mustBody(t, abs, []byte(want), "absolute-form target on evil.example")
+
+	own := ts.get(target)
+	mustBody(t, own, []byte(want), "Host: test")
+	// The same body whatever the Host, so the same ETag (RFC 9110 §8.8.1).
+	if e, o := evil.header("ETag"), own.header("ETag"); e != o {
+		t.Errorf("ETag with Host: evil.example %q, with Host: test %q; want one tag for one body", e, o)
+	}
+}

@@ -32,6 +32,8 @@ func TestSettingsRefusedAtStart(t *testing.T) {
 		{[]string{"-auth-public", "/public/"}, "-auth-public needs -auth-key-file or -auth-securelink-secret-file"},
 		{[]string{"-auth-key-file", keys, "-auth-skew", "-1s"}, "auth-skew: -1s, want >= 0"},
 		{[]string{"-auth-key-file", keys, "-auth-missing-status", "0"}, "auth missing status: 0, want 401 or 403"},
+		{[]string{"-auth-key-file", keys, "-auth-query-rewrite-hosts", "https://cdn.example"}, `auth query rewrite hosts: "https://cdn.example", want host or host:port`},
+		{[]string{"-auth-key-file", keys, "-auth-query-rewrite-hosts", "cdn.example:"}, `auth query rewrite hosts: "cdn.example:", want host or host:port`},
 		{[]string{"-cold-readers", "0", "-readahead-readers", "2"}, "readahead-readers: 2 with cold-readers 0"},
 		{[]string{"-cold-readers", "4", "-readahead-readers", "4"}, "readahead-readers: 4, want < cold-readers (4)"},
 		{[]string{"-mime", "cmfv=video/mp4"}, "the extension must start with '.'"},

@@ -22,11 +22,11 @@ var uriAttrs = map[string][]string{
 // or nesting deeper than MaxDepth, is ErrMalformed; a result longer than
 // t.MaxOut is ErrTooLarge. On an error dst must not be served.
 func DASH(dst, src []byte, t *Target) ([]byte, Result, error) {
-	r := run{t: t}
+	r := newRun(t)
 	// bases[d] is the base URL inside the open element at depth d;
 	// bases[0] is the document's. An element inherits its parent's.
 	bases := make([]*url.URL, 1, 8)
-	bases[0] = t.Base
+	bases[0] = r.base
 	for len(src) > 0 {
 		lt := bytes.IndexByte(src, '<')
 		if lt < 0 {
@@ -185,9 +185,15 @@ func (r *run) baseURL(dst *[]byte, src []byte, bases *[]*url.URL) (int, error) {
 	inherited := (*bases)[max(top-1, 0)]
 	value := unescapeXML(uri)
 	// Several BaseURLs in one element are alternatives; players start
-	// with the first, so the first is the base of what follows.
-	if ref, err := url.Parse(string(value)); err == nil && len(uri) > 0 && (*bases)[top] == inherited {
-		(*bases)[top] = inherited.ResolveReference(ref)
+	// with the first, so the first is the base of what follows. One not
+	// on this origin, or unreadable, makes the base nil: nothing below
+	// it is ours.
+	if len(uri) > 0 && (*bases)[top] == inherited {
+		var abs *url.URL
+		if ref, err := url.Parse(string(value)); err == nil {
+			abs = r.t.resolve(inherited, value, ref)
+		}
+		(*bases)[top] = abs
 	}
 	*dst = append(*dst, text[:lead]...)
 	if len(uri) > 0 {

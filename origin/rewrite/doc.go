@@ -16,9 +16,15 @@
 //     SegmentTemplate@media and @initialization, SegmentURL@media,
 //     Initialization@sourceURL and RepresentationIndex@sourceURL, resolving
 //     each against the BaseURL chain in force where it appears.
-//   - Which URI gets what: [Target]. A URI is resolved against the
-//     document's URL; one naming another host (unless listed in
-//     Target.Hosts), another scheme (data:, skd:), or a path for which
+//   - Which URI gets what: [Target]. A relative reference (path-absolute
+//     or path-relative) is resolved against the document's URL; an
+//     absolute or scheme-relative URI is ours only on HTTP or HTTPS at a
+//     host listed in Target.Hosts. Never because it names the document
+//     URL's host: that came from the request's Host, which the client
+//     chose, and a playlist naming a host the client picks would then
+//     hand it the token. One naming any other host, another scheme
+//     (data:, skd:), holding bytes RFC 3986 does not allow that players
+//     read leniently (controls, spaces, '\'), or a path for which
 //     Target.Param says no is left exactly as it was, and so is one whose
 //     query already holds one of Target.Names. Otherwise the parameters
 //     are added to its query (after an existing query, before a fragment).

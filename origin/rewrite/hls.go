@@ -21,7 +21,7 @@ var extM3U = []byte("#EXTM3U")
 // aside) is ErrMalformed; a result longer than t.MaxOut is ErrTooLarge.
 // On an error dst holds a partial output and must not be served.
 func HLS(dst, src []byte, t *Target) ([]byte, Result, error) {
-	r := run{t: t}
+	r := newRun(t)
 	if !bytes.HasPrefix(bytes.TrimPrefix(src, []byte("\xef\xbb\xbf")), extM3U) {
 		return dst, r.res, ErrMalformed
 	}
@@ -56,7 +56,7 @@ func (r *run) hlsLine(dst, line []byte) []byte {
 			return append(dst, line...)
 		}
 		dst = append(dst, body[:lead]...)
-		dst = r.appendURI(dst, uri, uri, r.t.Base, hlsSep)
+		dst = r.appendURI(dst, uri, uri, r.base, hlsSep)
 		dst = append(dst, body[lead+len(uri):]...)
 		return append(dst, end...)
 	}
@@ -98,7 +98,7 @@ func (r *run) hlsAttributes(dst, list []byte) []byte {
 		if string(bytes.TrimSpace(name)) == "URI" && len(value) >= 2 && value[0] == '"' {
 			uri := value[1 : len(value)-1]
 			dst = append(dst, '"')
-			dst = r.appendURI(dst, uri, uri, r.t.Base, hlsSep)
+			dst = r.appendURI(dst, uri, uri, r.base, hlsSep)
 			dst = append(dst, '"')
 		} else {
 			dst = append(dst, value...)

@@ -43,9 +43,9 @@ func TestHLS(t *testing.T) {
 		{"existing query kept, fragment after",
 			"#EXTM3U\nseg0.ts?v=2\nseg1.ts#t=1\nseg2.ts?\n",
 			"#EXTM3U\nseg0.ts?v=2&token=T\nseg1.ts?token=T#t=1\nseg2.ts?&token=T\n", 3, 0},
-		{"other hosts left, listed host and same host rewritten",
+		{"listed host rewritten; other hosts left, the request's own too",
 			"#EXTM3U\nhttp://other.test/vod/a/x.ts\nhttp://cdn.test/vod/a/y.ts\nhttp://origin.test/vod/a/z.ts\n//cdn.test/vod/a/w.ts\n",
-			"#EXTM3U\nhttp://other.test/vod/a/x.ts\nhttp://cdn.test/vod/a/y.ts?token=T\nhttp://origin.test/vod/a/z.ts?token=T\n//cdn.test/vod/a/w.ts?token=T\n", 3, 1},
+			"#EXTM3U\nhttp://other.test/vod/a/x.ts\nhttp://cdn.test/vod/a/y.ts?token=T\nhttp://origin.test/vod/a/z.ts\n//cdn.test/vod/a/w.ts?token=T\n", 2, 2},
 		{"out of scope left: another title, climbing out",
 			"#EXTM3U\n/vod/b/x.ts\n../b/y.ts\n../a/z.ts\n",
 			"#EXTM3U\n/vod/b/x.ts\n../b/y.ts\n../a/z.ts?token=T\n", 1, 2},
@@ -72,6 +72,76 @@ func TestHLS(t *testing.T) {
 			}
 			if res.Rewritten != tc.rewritten || res.Left != tc.left {
 				t.Errorf("HLS(%q) result %+v, want %d rewritten, %d left", tc.in, res, tc.rewritten, tc.left)
+			}
+		})
+	}
+}
+
+// TestTargetHosts: relative references are rewritten whatever the base's
+// host; an absolute or scheme-relative URI only on a listed host
+// (compared without case; a listed host without a port matches its
+// scheme's default port), never because it names the base's host (the
+// request's Host, which the client chose); a URI a player could read as
+// naming another host is left.
+func TestTargetHosts(t *testing.T) {
+	for _, tc := range []struct {
+		name, uri string
+		hosts     []string
+		want      bool
+	}{
+		{"path-relative", "x.ts", nil, true},
+		{"path-relative with a query", "x.ts?v=1", nil, true},
+		{"path-absolute", "/vod/a/x.ts", nil, true},
+		{"climbing back in", "../a/x.ts", nil, true},
+		{"dot segment, then //: a path here, out of scope", "/.//evil.test/vod/a/x.ts", nil, false},
+		{"base's host, absolute, none listed", "http://evil.test/vod/a/x.ts", nil, false},
+		{"base's host, scheme-relative, none listed", "//evil.test/vod/a/x.ts", nil, false},
+		{"base's host, https, none listed", "https://evil.test/vod/a/x.ts", nil, false},
+		{"listed, absolute", "https://cdn.test/vod/a/x.ts", []string{"cdn.test"}, true},
+		{"listed, scheme-relative", "//cdn.test/vod/a/x.ts", []string{"cdn.test"}, true},
+		{"listed, case differs", "HTTPS://CDN.Test/vod/a/x.ts", []string{"cdn.TEST"}, true},
+		{"listed, default port written", "https://cdn.test:443/vod/a/x.ts", []string{"cdn.test"}, true},
+		{"listed, http default port", "http://cdn.test:80/vod/a/x.ts", []string{"cdn.test"}, true},
+		{"listed, another port", "https://cdn.test:8443/vod/a/x.ts", []string{"cdn.test"}, false},
+		{"listed with its port", "https://cdn.test:8443/vod/a/x.ts", []string{"cdn.test:8443"}, true},
+		{"listed with a port, none written", "https://cdn.test/vod/a/x.ts", []string{"cdn.test:8443"}, false},
+		{"https's port on http", "http://cdn.test:443/vod/a/x.ts", []string{"cdn.test"}, false},
+		{"listed, IPv6", "http://[::1]:8080/vod/a/x.ts", []string{"[::1]:8080"}, true},
+		{"suffix of a listed host", "https://evilcdn.test/vod/a/x.ts", []string{"cdn.test"}, false},
+		{"listed host as a subdomain", "https://cdn.test.evil.test/vod/a/x.ts", []string{"cdn.test"}, false},
+		{"userinfo naming a listed host", "https://cdn.test@evil.test/vod/a/x.ts", []string{"cdn.test"}, false},
+		{"userinfo before a listed host", "https://u@cdn.test/vod/a/x.ts", []string{"cdn.test"}, false},
+		{"other scheme on a listed host", "ftp://cdn.test/vod/a/x.ts", []string{"cdn.test"}, false},
+		{"scheme without authority", "http:x.ts", []string{"cdn.test"}, false},
+		{"empty authority", "///evil.test/vod/a/x.ts", nil, false},
+		{"empty authority, absolute", "http:///evil.test/vod/a/x.ts", nil, false},
+		{"backslashes", `\\evil.test/vod/a/x.ts`, nil, false},
+		{"slash, backslash", `/\evil.test/vod/a/x.ts`, nil, false},
+		{"scheme, slash, backslash", `https:/\evil.test/vod/a/x.ts`, nil, false},
+		{"tab inside", "/\t/evil.test/vod/a/x.ts", nil, false},
+		{"leading space", " //evil.test/vod/a/x.ts", nil, false},
+		{"newline inside", "/\n/evil.test/vod/a/x.ts", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, _ := url.Parse("https://evil.test/vod/a/manifest.mpd")
+			tg := &Target{Base: base, Hosts: tc.hosts, Names: []string{"token"},
+				Param: func(dst []byte, path string) ([]byte, bool) {
+					return append(dst, "token=T"...), strings.HasPrefix(path, "/vod/a/")
+				}}
+			// As an attribute value, so that leading and trailing
+			// whitespace reaches the check.
+			in := `<MPD><SegmentURL media="` + tc.uri + `"/></MPD>`
+			got, res, err := DASH(nil, []byte(in), tg)
+			if err != nil {
+				t.Fatalf("DASH(%q) error %v", in, err)
+			}
+			if rewritten := res.Rewritten == 1; rewritten != tc.want {
+				t.Errorf("DASH(%q) with hosts %q = %q: rewritten %v, want %v", in, tc.hosts, got, rewritten, tc.want)
+			}
+			// A BaseURL of the same URI is the base of what follows.
+			in = `<MPD><BaseURL>` + tc.uri + `</BaseURL><SegmentURL media="s.m4s"/></MPD>`
+			if _, res, err = DASH(nil, []byte(in), tg); err != nil || res.Rewritten == 2 != tc.want {
+				t.Errorf("DASH(%q) with hosts %q: %+v, %v; want both rewritten: %v", in, tc.hosts, res, err, tc.want)
 			}
 		})
 	}

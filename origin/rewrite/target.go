@@ -22,13 +22,17 @@ const MaxDepth = 32
 
 // Target says which URIs get which query parameters.
 type Target struct {
-	// Base is the absolute URL the document was requested by (scheme,
-	// host and path; its query is ignored): relative URIs resolve
-	// against it (RFC 3986 §5.2).
+	// Base is the URL the document was requested by: relative URIs
+	// resolve against its scheme and path (RFC 3986 §5.2; its query is
+	// ignored). Its host is never used: it came from the request, which
+	// anyone can spell, so a URI naming it is not thereby ours.
 	Base *url.URL
-	// Hosts are other authorities (host or host:port, compared without
-	// case) whose URIs are rewritten as Base's own are: a CDN hostname
-	// serving the same paths. Any other host's URI is left alone.
+	// Hosts are the authorities (host or host:port, compared without
+	// case; a host without a port also matches its scheme's default
+	// port written out) whose absolute and scheme-relative URIs are
+	// rewritten: the origin's own names, a CDN hostname serving the same
+	// paths. Any other authority's URI is left alone; with none listed,
+	// only relative references are rewritten.
 	Hosts []string
 	// Names are the parameter names Param writes: a URI whose query
 	// already holds one of them is left alone (the packager signed it).
@@ -65,6 +69,7 @@ var (
 // run is one rewrite in progress.
 type run struct {
 	t    *Target
+	base *url.URL // t.Base without its host: the document's own base (see resolve)
 	res  Result
 	pbuf []byte // Param's output for the URI at hand, reused
 	sbuf []byte // simplePath's scratch, reused
@@ -122,13 +127,10 @@ func (r *run) appendURI(dst, raw, uri []byte, base *url.URL, s sep) []byte {
 // next call), or false to leave it.
 func (r *run) paramsFor(uri []byte, base *url.URL) ([]byte, bool) {
 	t := r.t
-	if len(uri) == 0 || t.Param == nil {
+	if len(uri) == 0 || t.Param == nil || base == nil {
 		return nil, false
 	}
 	if p, ok := r.simplePath(uri, base); ok {
-		if !t.ours(base) {
-			return nil, false
-		}
 		var ok bool
 		r.pbuf, ok = t.Param(r.pbuf[:0], p)
 		return r.pbuf, ok
@@ -142,8 +144,8 @@ func (r *run) paramsFor(uri []byte, base *url.URL) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	abs := base.ResolveReference(ref)
-	if !t.ours(abs) {
+	abs := t.resolve(base, uri, ref)
+	if abs == nil {
 		return nil, false
 	}
 	p := abs.Path
@@ -153,6 +155,49 @@ func (r *run) paramsFor(uri []byte, base *url.URL) ([]byte, bool) {
 	var ok bool
 	r.pbuf, ok = t.Param(r.pbuf[:0], p)
 	return r.pbuf, ok
+}
+
+// newRun starts a rewrite with t. The document's base keeps no host:
+// what resolves against it without naming an authority of its own is a
+// relative reference, so its host stays empty, which no absolute or
+// scheme-relative URI that resolve accepts can have (it wants a listed,
+// non-empty one).
+func newRun(t *Target) run {
+	b := *t.Base
+	b.Host, b.User, b.RawQuery, b.ForceQuery = "", nil, "", false
+	return run{t: t, base: &b}
+}
+
+// resolve returns what raw (parsed as ref) resolves to against base, if
+// the result is on this origin, or nil. Ours are relative references
+// (path-absolute or path-relative, RFC 3986 §4.2) against a base that is
+// ours, and absolute or scheme-relative URIs on HTTP or HTTPS naming a
+// listed host. A nil base (a DASH BaseURL elsewhere) is not ours, and
+// nothing relative to it is.
+//
+// Players resolve URIs as the WHATWG URL standard says, not as RFC 3986
+// does: they drop tabs and newlines anywhere and spaces and controls at
+// the ends, read '\' as '/', and take "///host/x" and "http:/\host/x"
+// as naming host. A URI holding any of those bytes, none of which RFC
+// 3986 allows, could send the token to a host the check did not see, so
+// it is left alone; so is one with userinfo.
+func (t *Target) resolve(base *url.URL, raw []byte, ref *url.URL) *url.URL {
+	if base == nil || ref.User != nil {
+		return nil
+	}
+	for _, c := range raw {
+		if c <= ' ' || c == 0x7f || c == '\\' {
+			return nil
+		}
+	}
+	abs := base.ResolveReference(ref)
+	if ref.Scheme == "" && !bytes.HasPrefix(raw, []byte("//")) {
+		return abs // relative: on base's host, ours or listed
+	}
+	if ref.Host == "" || !t.listed(abs) {
+		return nil
+	}
+	return abs
 }
 
 // simplePath resolves the URIs most playlists hold, a relative path of
@@ -202,18 +247,20 @@ func (r *run) simplePath(uri []byte, base *url.URL) (string, bool) {
 
 var dotdot = []byte("../")
 
-// ours reports whether u is on this origin: HTTP or HTTPS, on Base's
-// host or a listed one.
-func (t *Target) ours(u *url.URL) bool {
-	if u.Scheme != "http" && u.Scheme != "https" {
+// listed reports whether u is on HTTP or HTTPS at a listed authority.
+func (t *Target) listed(u *url.URL) bool {
+	var dflt string
+	switch strings.ToLower(u.Scheme) {
+	case "http":
+		dflt = ":80"
+	case "https":
+		dflt = ":443"
+	default:
 		return false
 	}
-	return strings.EqualFold(u.Host, t.Base.Host) || t.listedHost(u.Host)
-}
-
-func (t *Target) listedHost(h string) bool {
-	for _, l := range t.Hosts {
-		if strings.EqualFold(l, h) {
+	bare := strings.TrimSuffix(u.Host, dflt)
+	for _, h := range t.Hosts {
+		if strings.EqualFold(h, u.Host) || strings.EqualFold(h, bare) {
 			return true
 		}
 	}
