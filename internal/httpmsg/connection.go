@@ -16,18 +16,8 @@ func AsksClose(raw []byte) bool { return hasConnectionOption(raw, "close") }
 func AsksKeepAlive(raw []byte) bool { return hasConnectionOption(raw, "keep-alive") }
 
 func hasConnectionOption(raw []byte, option string) bool {
-	for len(raw) > 0 {
-		line := raw
-		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-			line, raw = raw[:i], raw[i+1:]
-		} else {
-			raw = nil
-		}
-		colon := bytes.IndexByte(line, ':')
-		if colon < 0 || !bytes.EqualFold(line[:colon], []byte("Connection")) {
-			continue
-		}
-		for opt := range bytes.SplitSeq(line[colon+1:], []byte(",")) {
+	for v := range fieldValues(raw, "Connection") {
+		for opt := range bytes.SplitSeq(v, []byte(",")) {
 			if bytes.EqualFold(bytes.TrimSpace(opt), []byte(option)) {
 				return true
 			}

@@ -2,6 +2,7 @@ package httpmsg
 
 import (
 	"bytes"
+	"iter"
 	"net/netip"
 )
 
@@ -132,16 +133,28 @@ func ValidAuthority(a []byte) bool {
 // named name (compared without regard to case, RFC 9110 §5.1), without
 // its surrounding whitespace, and whether there is one.
 func FieldValue(raw []byte, name string) ([]byte, bool) {
-	for len(raw) > 0 {
-		line := raw
-		if i := bytes.IndexByte(raw, '\n'); i >= 0 {
-			line, raw = raw[:i], raw[i+1:]
-		} else {
-			raw = nil
-		}
-		if len(line) > len(name) && line[len(name)] == ':' && bytes.EqualFold(line[:len(name)], []byte(name)) {
-			return bytes.Trim(line[len(name)+1:], " \t\r"), true
-		}
+	for v := range fieldValues(raw, name) {
+		return bytes.Trim(v, " \t\r"), true
 	}
 	return nil, false
+}
+
+// fieldValues yields the value, as received, of each raw field line for
+// the field named name.
+func fieldValues(raw []byte, name string) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		for len(raw) > 0 {
+			line := raw
+			if i := bytes.IndexByte(raw, '\n'); i >= 0 {
+				line, raw = raw[:i], raw[i+1:]
+			} else {
+				raw = nil
+			}
+			if len(line) > len(name) && line[len(name)] == ':' && bytes.EqualFold(line[:len(name)], []byte(name)) {
+				if !yield(line[len(name)+1:]) {
+					return
+				}
+			}
+		}
+	}
 }
