@@ -15,7 +15,7 @@
 // through engine_loop_linux.go, which parses requests with fasthttp's
 // RequestHeader, makes the plan on the loop with noBlock (cache hits only,
 // a resident first window) and on a goroutine when it would block, and
-// sends it as a loop.Response (sendmsg of header and inline body, or
+// sends it as a wire.Response (sendmsg of header and inline body, or
 // MSG_MORE header then sendfile per span).
 //
 // # Request path

@@ -80,8 +80,8 @@ type loopReq struct {
 	first   bool  // no file window sent yet (beforeBody made the first one resident)
 	loaded  int64 // offset of the window a cold reader just read: sent as it is (-1: none)
 
-	done     func(*loop.Conn, int64, error)
-	ready    func(*loop.Conn, *loop.Part, int64, int64) (int64, bool)
+	done     func(int64, error)
+	ready    func(*loop.Part, int64, int64) (int64, bool)
 	rendered func()
 }
 
@@ -495,7 +495,8 @@ func (ls *loopServer) render(r *loopReq) {
 // first window of the body was made resident (its first 256 KiB at least)
 // by beforeBody; a later one that is not resident is read by the cold
 // pool on a goroutine, and the connection resumes when it is in.
-func (r *loopReq) readyWindow(c *loop.Conn, _ *loop.Part, off, n int64) (int64, bool) {
+func (r *loopReq) readyWindow(_ *loop.Part, off, n int64) (int64, bool) {
+	c := r.c
 	h := r.p.h
 	if r.first {
 		r.first = false
@@ -547,7 +548,7 @@ func (r *loopReq) readyWindow(c *loop.Conn, _ *loop.Part, off, n int64) (int64, 
 // finished runs on the loop when the response has left (or failed): it
 // counts the body under its path, releases the file and records the
 // response.
-func (r *loopReq) finished(_ *loop.Conn, sent int64, err error) {
+func (r *loopReq) finished(sent int64, err error) {
 	s := r.ls.s
 	body := max(sent-int64(r.hdrLen), 0)
 	if h := r.p.h; h != nil {
@@ -555,7 +556,7 @@ func (r *loopReq) finished(_ *loop.Conn, sent int64, err error) {
 			truncated: errors.Is(err, loop.ErrTruncated), aborted: err != nil}
 		switch {
 		case r.via == "inline":
-		case r.resp.Copied():
+		case r.resp.Copied:
 			e.via, r.via = "copy", "copy"
 		default:
 			e.sendfiled = body

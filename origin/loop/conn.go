@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"segorigin/origin/wire"
 )
 
 // Conn is one connection of a loop. Its methods run on the loop's thread
@@ -38,49 +40,12 @@ type Conn struct {
 	Value any
 }
 
-// Response is a response to send: memory parts and file spans, in order.
-// The Handler owns it (and what its parts point to) until Done.
-type Response struct {
-	Parts []Part
-	// Close closes the connection once the response is sent.
-	Close bool
-	// Ready, when set, is asked before each sendfile window of up to
-	// Config.Window bytes at off: it returns how much of it may be sent
-	// now without waiting for storage. ok false means "not yet": the
-	// Handler calls Conn.Resume once it may be asked again.
-	Ready func(c *Conn, p *Part, off, n int64) (send int64, ok bool)
-	// NoSendfile sends file spans by pread and send (-disable-sendfile).
-	NoSendfile bool
-	// Done is called once, on the loop's thread, when the response has
-	// been handed to the kernel (err nil) or has failed (err set; the
-	// connection then closes). sent counts the bytes sent.
-	Done func(c *Conn, sent int64, err error)
-
-	part       int   // the part being sent
-	off        int64 // how much of it is sent
-	readyUntil int64 // how far into the part Ready has allowed sending
-	sent       int64
-	started    bool // the write timeout runs
-	copy       bool // the file system refused sendfile: spans go by pread and send
-}
-
-// Part is a span of memory (Mem) or, when Mem is nil, Len bytes of the
-// file Fd from Off.
-type Part struct {
-	Mem []byte
-	Fd  int
-	Off int64
-	Len int64
-}
-
-// Copied reports whether file spans went by pread and send rather than
-// sendfile.
-func (r *Response) Copied() bool { return r.copy }
-
-// Reset clears r for reuse, keeping its Parts capacity.
-func (r *Response) Reset() {
-	*r = Response{Parts: r.Parts[:0]}
-}
+// Response and Part are the HTTP/1 layer's (origin/wire): every
+// transport sends the same.
+type (
+	Response = wire.Response
+	Part     = wire.Part
+)
 
 // ErrTruncated: a file span ended early (the file shrank while it was
 // being sent); the connection closes rather than send fewer bytes than
@@ -92,7 +57,7 @@ var ErrTruncated = errors.New("loop: file shorter than the span announced")
 func (c *Conn) Send(r *Response) {
 	if c.closed {
 		if r.Done != nil {
-			r.Done(c, 0, net.ErrClosed)
+			r.Done(0, net.ErrClosed)
 		}
 		return
 	}
@@ -207,12 +172,12 @@ func (c *Conn) SetWriteDeadline(time.Time) error { return nil }
 func (c *Conn) flush() {
 	r := c.resp
 	l := c.l
-	if !r.started {
-		r.started = true
+	if !r.Cursor.Started {
+		r.Cursor.Started = true
 		l.writing.push(c, l.now)
 	}
-	for r.part < len(r.Parts) {
-		p := &r.Parts[r.part]
+	for r.Cursor.Part < len(r.Parts) {
+		p := &r.Parts[r.Cursor.Part]
 		var n int64
 		var want int64
 		var err error
@@ -235,7 +200,7 @@ func (c *Conn) flush() {
 			l.fail(c, err)
 			return
 		}
-		r.sent += n
+		r.Cursor.Sent += n
 		c.advance(r, n)
 		if n < want {
 			l.e.stats.ShortSends.Add(1)
@@ -246,16 +211,16 @@ func (c *Conn) flush() {
 	c.finish(r)
 }
 
-// sendMem sends the memory parts from r.part on, up to the next file part,
+// sendMem sends the memory parts from r.Cursor.Part on, up to the next file part,
 // in one sendmsg; MSG_MORE when a file part follows.
 func (c *Conn) sendMem(r *Response) (n, want int64, err error) {
 	var iov [8]unix.Iovec
 	k := 0
-	i := r.part
+	i := r.Cursor.Part
 	for ; i < len(r.Parts) && r.Parts[i].Mem != nil && k < len(iov); i++ {
 		m := r.Parts[i].Mem
-		if i == r.part {
-			m = m[r.off:]
+		if i == r.Cursor.Part {
+			m = m[r.Cursor.Off:]
 		}
 		if len(m) == 0 {
 			continue
@@ -279,31 +244,31 @@ func (c *Conn) sendMem(r *Response) (n, want int64, err error) {
 // sendFile sends the next window of file part p. wait: its Ready hook
 // said not yet.
 func (c *Conn) sendFile(r *Response, p *Part) (n, want int64, wait bool, err error) {
-	rem := p.Len - r.off
+	rem := p.Len - r.Cursor.Off
 	want = min(rem, c.l.e.cfg.Window)
 	if r.Ready != nil {
-		if r.off >= r.readyUntil {
-			send, ok := r.Ready(c, p, p.Off+r.off, want)
+		if r.Cursor.Off >= r.Cursor.ReadyUntil {
+			send, ok := r.Ready(p, p.Off+r.Cursor.Off, want)
 			if !ok {
 				return 0, 0, true, nil
 			}
-			r.readyUntil = r.off + min(max(send, 1), want)
+			r.Cursor.ReadyUntil = r.Cursor.Off + min(max(send, 1), want)
 		}
-		want = min(want, r.readyUntil-r.off)
+		want = min(want, r.Cursor.ReadyUntil-r.Cursor.Off)
 	}
-	if r.copy || r.NoSendfile {
-		r.copy = true
-		return c.copyFile(p, r.off, want)
+	if r.Copied || r.NoSendfile {
+		r.Copied = true
+		return c.copyFile(p, r.Cursor.Off, want)
 	}
-	off := p.Off + r.off
+	off := p.Off + r.Cursor.Off
 	m, err := unix.Sendfile(c.fd, p.Fd, &off, int(want))
 	switch {
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
-		r.copy = true
+		r.Copied = true
 		if h, ok := c.l.e.cfg.Handler.(interface{ SendfileRefused(*Conn) }); ok {
 			h.SendfileRefused(c)
 		}
-		return c.copyFile(p, r.off, want)
+		return c.copyFile(p, r.Cursor.Off, want)
 	case err == nil && m == 0:
 		return 0, want, false, ErrTruncated
 	}
@@ -331,23 +296,16 @@ func (c *Conn) copyFile(p *Part, done, want int64) (n, _ int64, wait bool, err e
 // advance moves r's cursor n bytes on, past parts sent whole (and empty
 // ones).
 func (c *Conn) advance(r *Response, n int64) {
-	for r.part < len(r.Parts) {
-		left := partLen(&r.Parts[r.part]) - r.off
+	for r.Cursor.Part < len(r.Parts) {
+		left := r.Parts[r.Cursor.Part].Size() - r.Cursor.Off
 		if n < left {
-			r.off += n
+			r.Cursor.Off += n
 			return
 		}
 		n -= left
-		r.part++
-		r.off, r.readyUntil = 0, 0
+		r.Cursor.Part++
+		r.Cursor.Off, r.Cursor.ReadyUntil = 0, 0
 	}
-}
-
-func partLen(p *Part) int64 {
-	if p.Mem != nil {
-		return int64(len(p.Mem))
-	}
-	return p.Len
 }
 
 // waitWritable waits for EPOLLOUT (out) or for nothing but errors (a
@@ -380,7 +338,7 @@ func (c *Conn) finish(r *Response) {
 	}
 	closeConn := r.Close // r is the Handler's again once Done runs
 	if r.Done != nil {
-		r.Done(c, r.sent, nil)
+		r.Done(r.Cursor.Sent, nil)
 	}
 	if c.closed {
 		return

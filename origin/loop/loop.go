@@ -544,7 +544,7 @@ func (l *loop) fail(c *Conn, err error) {
 	if r := c.resp; r != nil {
 		c.resp = nil
 		if r.Done != nil {
-			r.Done(c, r.sent, err)
+			r.Done(r.Cursor.Sent, err)
 		}
 	}
 	l.close(c)
@@ -562,7 +562,7 @@ func (l *loop) close(c *Conn) {
 	if r := c.resp; r != nil {
 		c.resp = nil
 		if r.Done != nil {
-			r.Done(c, r.sent, net.ErrClosed)
+			r.Done(r.Cursor.Sent, net.ErrClosed)
 		}
 	}
 	if c.in != nil {

@@ -1,0 +1,73 @@
+// Package wire is what the HTTP/1 layer hands a transport: one response as
+// memory parts and file spans, in order, and what the transport reports
+// back about how it went. Every transport (the event loops, the stream
+// transport of a goroutine per connection) sends the same Response.
+//
+// It owns the types only: no I/O, no HTTP, no sockets.
+package wire
+
+// Response is a response to send: memory parts and file spans, in order.
+// The HTTP/1 layer owns it (and what its parts point to) until Done.
+type Response struct {
+	Parts []Part
+	// Close closes the connection once the response is sent.
+	Close bool
+	// Ready, when set, is asked before each window of a file span (at
+	// most the transport's window, from off): it returns how much of it
+	// may be sent now without waiting for storage. ok false means "not
+	// yet": the layer resumes the connection once it may be asked again.
+	Ready func(p *Part, off, n int64) (send int64, ok bool)
+	// NoSendfile sends file spans by pread and write (-disable-sendfile).
+	NoSendfile bool
+	// Done is called once, on the connection's thread of control, when
+	// the response has been handed to the kernel (err nil) or has failed
+	// (err set; the connection then closes). sent counts the bytes sent.
+	Done func(sent int64, err error)
+
+	// Set by the transport, for Done to read: how file spans went.
+	Copied    bool // by pread and write (sendfile refused, off, or a userspace TLS connection)
+	KernelTLS bool // by sendfile on a socket whose records the kernel seals (kTLS)
+
+	// Cursor is the transport's place in Parts while it sends in pieces.
+	Cursor Cursor
+}
+
+// Cursor is how far a transport has sent a Response.
+type Cursor struct {
+	Part       int   // the part being sent
+	Off        int64 // how much of it is sent
+	ReadyUntil int64 // how far into the part Ready has allowed sending
+	Sent       int64 // bytes sent in all
+	Started    bool  // the write timeout runs
+}
+
+// Part is a span of memory (Mem) or, when Mem is nil, Len bytes of the
+// file Fd from Off.
+type Part struct {
+	Mem []byte
+	Fd  int
+	Off int64
+	Len int64
+}
+
+// Size is the part's length in bytes.
+func (p *Part) Size() int64 {
+	if p.Mem != nil {
+		return int64(len(p.Mem))
+	}
+	return p.Len
+}
+
+// Reset clears r for reuse, keeping its Parts capacity.
+func (r *Response) Reset() {
+	*r = Response{Parts: r.Parts[:0]}
+}
+
+// Total is the number of bytes r sends.
+func (r *Response) Total() int64 {
+	var n int64
+	for i := range r.Parts {
+		n += r.Parts[i].Size()
+	}
+	return n
+}
