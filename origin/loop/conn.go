@@ -50,7 +50,7 @@ type (
 // ErrTruncated: a file span ended early (the file shrank while it was
 // being sent); the connection closes rather than send fewer bytes than
 // announced.
-var ErrTruncated = errors.New("loop: file shorter than the span announced")
+var ErrTruncated = wire.ErrTruncated
 
 // Send starts r on c. It is sent as far as the socket takes it now; the
 // rest leaves as the socket drains, and r.Done reports the end.
@@ -404,3 +404,12 @@ func (ls *list) nextDeadline() (int64, bool) {
 	}
 	return ls.head.since + int64(ls.timeout), true
 }
+
+// State returns the Handler's per-connection state (Value).
+func (c *Conn) State() any { return c.Value }
+
+// SetState sets the Handler's per-connection state (Value).
+func (c *Conn) SetState(v any) { c.Value = v }
+
+// NetConn is c as a net.Conn, for what asks a connection its addresses.
+func (c *Conn) NetConn() net.Conn { return c }

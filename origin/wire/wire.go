@@ -6,6 +6,8 @@
 // It owns the types only: no I/O, no HTTP, no sockets.
 package wire
 
+import "errors"
+
 // Response is a response to send: memory parts and file spans, in order.
 // The HTTP/1 layer owns it (and what its parts point to) until Done.
 type Response struct {
@@ -71,3 +73,8 @@ func (r *Response) Total() int64 {
 	}
 	return n
 }
+
+// ErrTruncated: a file span ended early (the file shrank while it was
+// being sent); the connection closes rather than send fewer bytes than
+// announced.
+var ErrTruncated = errors.New("wire: file shorter than the span announced")

@@ -1,0 +1,562 @@
+//go:build linux
+
+package origin
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/internal/httpmsg"
+	"segorigin/origin/clientaddr"
+	"segorigin/origin/coldread"
+	"segorigin/origin/conn"
+	"segorigin/origin/wire"
+	"segorigin/ranges"
+)
+
+// h1Server is the HTTP/1 layer every transport drives: the event loops
+// (engine_loop_linux.go) and the stream transport of a goroutine per
+// connection (engine_stream_linux.go) hand it the bytes a connection
+// buffered (data), and it parses them with fasthttp's RequestHeader (its
+// framing and smuggling rules, and the refusals of internal/httpmsg),
+// reads past a request body, answers with the plan the handler makes
+// (resolve, serveName) as a wire.Response, and keeps the connection's
+// rules: keep-alive and Connection, -max-requests-per-conn, 100 Continue,
+// pipelining, the PROXY header of a trusted proxy, the lingering close
+// after a refusal, the cold path's window gate, and the one accounting
+// point for body paths. Work that may block on storage (a cache miss, a
+// cold window) runs on a goroutine, and the connection resumes when it is
+// done.
+type h1Server struct {
+	s    *Server
+	ln   *conn.Listener // the gate's limits and PROXY rule (the loops); nil where the listener applies them itself
+	reqs sync.Pool      // *h1Req
+	// offloads counts the goroutines answering parked requests (each
+	// ends when its plan is made, bounded by -cold-deadline and the
+	// opens semaphore); shutdown waits for them.
+	offloads sync.WaitGroup
+}
+
+// h1Conn is what the HTTP/1 layer needs of a connection, whichever
+// transport carries it (*loop.Conn, *stream.Conn).
+type h1Conn interface {
+	// NetConn is the connection as fasthttp's RequestCtx sees it
+	// (addresses; over TLS, its state).
+	NetConn() net.Conn
+	RemoteAddr() net.Addr
+	State() any
+	SetState(any)
+	SetRemote(*net.TCPAddr)
+	Grow(n int)
+	WriteNow(p []byte) error
+	Send(r *wire.Response)
+	Park()
+	Post(fn func())
+	Continue()
+	Abort(reset bool)
+	Reset()
+	LingerOnClose()
+	Closed() bool
+	Draining() bool
+}
+
+func (s *Server) newH1Server(gl *conn.Listener) *h1Server {
+	ls := &h1Server{s: s, ln: gl}
+	ls.reqs.New = func() any {
+		r := &h1Req{ls: ls, br: bufio.NewReaderSize(nil, s.cfg.MaxHeaderBytes)}
+		r.done, r.ready, r.rendered = r.finished, r.readyWindow, r.afterOffload
+		return r
+	}
+	return ls
+}
+
+// h1ReadBuffer is a connection's read buffer on every transport: one byte
+// more than the largest header, so that fasthttp's reader reports a
+// longer one as too large (431).
+func (s *Server) h1ReadBuffer() int { return max(s.cfg.MaxHeaderBytes+1, 16<<10) }
+
+// h1Timeout is the error a request that took too long is answered with
+// (408).
+type h1Timeout struct{}
+
+func (h1Timeout) Error() string { return "origin: timed out reading the request" }
+func (h1Timeout) Timeout() bool { return true }
+
+// timeout answers a request that did not arrive in time with 408.
+func (ls *h1Server) timeout(c h1Conn, reading bool) {
+	if !reading {
+		return
+	}
+	r := ls.getReq(c)
+	ls.parseError(r, h1Timeout{})
+}
+
+// h1ConnState is what the server keeps per connection: a few words, so
+// an idle connection costs little more than its socket.
+type h1ConnState struct {
+	key          string // per-IP key in the gate (Release)
+	trusted      bool   // the peer is a trusted proxy
+	proxyPending bool   // the first bytes may be a PROXY header
+	continued    bool   // 100 Continue sent for the request being read
+	reqs         int    // requests read on the connection
+}
+
+// h1Req is one request in progress: the parsed request and its answer,
+// pooled. It belongs to the loop's thread except while an offload
+// goroutine builds its plan (the connection is parked then).
+type h1Req struct {
+	ls      *h1Server
+	c       h1Conn
+	ctx     fasthttp.RequestCtx
+	p       plan
+	rh      reqHeaders
+	g       grant
+	name    reqName // over scratch
+	scratch pathBuf
+	rd      bytes.Reader
+	br      *bufio.Reader
+	uri     fasthttp.URI
+	head    []byte
+	hdrLen  int    // bytes of head before any body
+	mbuf    []byte // multipart assembly of an inlined file
+	resp    wire.Response
+	parts   [8]wire.Part
+	via     string
+	counted bool  // the response was counted by handleParseError: no finish
+	first   bool  // no file window sent yet (beforeBody made the first one resident)
+	loaded  int64 // offset of the window a cold reader just read: sent as it is (-1: none)
+
+	done     func(int64, error)
+	ready    func(*wire.Part, int64, int64) (int64, bool)
+	rendered func()
+}
+
+// data parses one request from in and starts its answer: what every
+// transport calls with the bytes a connection buffered.
+func (ls *h1Server) data(c h1Conn, in []byte, full bool) int {
+	st := c.State().(*h1ConnState)
+	taken := 0
+	if st.proxyPending {
+		n, remote, err := ls.ln.TakeProxy(st.trusted, c.RemoteAddr(), &st.key, in)
+		if errors.Is(err, clientaddr.ErrIncomplete) && !full {
+			return 0
+		}
+		if err != nil {
+			c.Abort(false)
+			return 0
+		}
+		st.proxyPending = false
+		if remote != nil {
+			c.SetRemote(remote)
+		}
+		taken, in = n, in[n:]
+		if len(in) == 0 {
+			return taken
+		}
+	}
+	r := ls.getReq(c)
+	ctx := &r.ctx
+	r.rd.Reset(in)
+	r.br.Reset(&r.rd)
+	err := ctx.Request.Header.Read(r.br)
+	switch {
+	case err == nil:
+		hdrLen := len(in) - r.rd.Len() - r.br.Buffered()
+		if httpmsg.HasBareLF(in[:hdrLen]) {
+			err = errBareLF
+			break
+		}
+		persistLaterMinor(&ctx.Request.Header)
+		err = ls.readBody(r, st, in, hdrLen, full)
+	case headerHasBareLF(in):
+		// fasthttp waits for a CRLFCRLF that such a client never sends
+		// (or, with the buffer full, calls the header too large): the
+		// request is refused for what it is, now rather than at the
+		// read timeout.
+		err = errBareLF
+	case errors.Is(err, io.EOF) && !full:
+		// Only the buffer ends here (the reader over it says EOF): the
+		// header is still arriving.
+		err = errNeedMore
+	}
+	rest := r.rd.Len() + r.br.Buffered()
+	switch {
+	case errors.Is(err, errNeedMore):
+		ls.putReq(r)
+		return taken
+	case err != nil:
+		ls.parseError(r, refusal(in, r.br.Size(), err))
+		return taken + len(in)
+	}
+	st.continued = false
+	if err := r.uri.Parse(ctx.Request.Header.Host(), ctx.Request.Header.RequestURI()); err != nil {
+		ls.parseError(r, err)
+		return taken + len(in)
+	}
+	st.reqs++
+	ls.serveRequest(r)
+	return taken + len(in) - rest
+}
+
+// refusal names what is wrong with a request that cannot be parsed, for
+// the answer to say it: a header that filled the buffer before its
+// request line ended (within limit, the header buffer) is a
+// request-target too long (414, RFC 9112 §3), not
+// a header too large; a request line of another major version is 505.
+func refusal(in []byte, limit int, err error) error {
+	var small *fasthttp.ErrSmallBuffer
+	if errors.As(err, &small) && bytes.IndexByte(in[:min(len(in), limit)], '\n') < 0 {
+		return fmt.Errorf("%w (%d bytes without a line end)", errTargetTooLong, len(in))
+	}
+	if major, ok := httpmsg.RequestLineMajor(in); ok && major != 1 {
+		// Refused for something else before the version was read
+		// (the HTTP/2 preface's "*" target): 505 says why.
+		return fmt.Errorf("%w (HTTP/%c): %w", errVersion, '0'+major, err)
+	}
+	return err
+}
+
+// headerHasBareLF reports whether the header section at the start of in
+// (up to its CRLFCRLF, or all of in without one) ends a line in a bare LF.
+func headerHasBareLF(in []byte) bool {
+	if i := bytes.Index(in, crlfcrlf); i >= 0 {
+		in = in[:i+len(crlfcrlf)]
+	}
+	return httpmsg.HasBareLF(in)
+}
+
+var crlfcrlf = []byte("\r\n\r\n")
+
+// errNeedMore: the buffer holds part of a request.
+var errNeedMore = errors.New("origin: request incomplete")
+
+// readBody gets past the request's body, which an origin that serves
+// files never uses: in holds the request, its header the first hdrLen
+// bytes. A body whose end is not buffered yet makes room for itself and
+// waits (errNeedMore); 100 Continue goes first when the client waits for
+// it (RFC 9110 §10.1.1), and never for a body that would be refused. The
+// framing is decided here, on the bytes buffered, so a body split across
+// reads anywhere reads as it would whole.
+func (ls *h1Server) readBody(r *h1Req, st *h1ConnState, in []byte, hdrLen int, full bool) error {
+	req := &r.ctx.Request
+	cl := req.Header.ContentLength()
+	var n int
+	switch {
+	case cl > maxRequestBody:
+		// RFC 9110 §15.5.14: 413 "the request content is larger than
+		// the server is willing or able to process"; refused before the
+		// client sends it.
+		return errBodyTooLarge
+	case cl == -1:
+		var err error
+		n, err = httpmsg.ScanChunked(in[hdrLen:], maxRequestBody, maxChunkedEncoded)
+		switch {
+		case errors.Is(err, httpmsg.ErrBodyTooLarge):
+			return errBodyTooLarge
+		case errors.Is(err, httpmsg.ErrIncomplete):
+			if full && len(in) >= hdrLen+maxChunkedEncoded {
+				return errBodyTooLarge
+			}
+			// Room to grow, up to the limit and its framing.
+			r.c.Grow(min(2*len(in), hdrLen+maxChunkedEncoded+2))
+			return ls.waitBody(r, st)
+		case err != nil:
+			return err
+		}
+	case cl > 0:
+		if len(in)-hdrLen < cl {
+			r.c.Grow(hdrLen + cl)
+			return ls.waitBody(r, st)
+		}
+		n = cl
+	}
+	if _, err := r.br.Discard(n); err != nil {
+		return fmt.Errorf("origin: skipping a %d-byte request body: %w", n, err)
+	}
+	return nil
+}
+
+// waitBody: the body is still arriving. A client that waits for 100
+// Continue before sending it is told to go on, once per request.
+func (ls *h1Server) waitBody(r *h1Req, st *h1ConnState) error {
+	if r.ctx.Request.MayContinue() && !st.continued {
+		st.continued = true
+		if err := r.c.WriteNow(continueLine); err != nil {
+			return err
+		}
+	}
+	return errNeedMore
+}
+
+// maxRequestBody is the largest request body read (and discarded): the
+// fasthttp engine's MaxRequestBodySize. maxChunkedEncoded bounds the
+// same body chunked, its chunk-size lines, extensions and trailers
+// included.
+const (
+	maxRequestBody    = 64 << 10
+	maxChunkedEncoded = 2*maxRequestBody + 8<<10
+)
+
+var continueLine = []byte("HTTP/1.1 100 Continue\r\n\r\n")
+
+// serveRequest builds the plan on the loop; where that would block it
+// parks the connection and finishes on a goroutine.
+func (ls *h1Server) serveRequest(r *h1Req) {
+	s := ls.s
+	ctx := &r.ctx
+	p := &r.p
+	*p = plan{noBlock: true}
+	r.rh = reqHeaders{}
+	name, g, ok := s.resolve(ctx, &r.rh, &r.scratch)
+	if !ok {
+		p.kind = kindOther
+		ls.render(r)
+		return
+	}
+	s.serveName(ctx, p, name, &r.rh, g)
+	if !p.wouldBlock {
+		ls.render(r)
+		return
+	}
+	// name aliases r.scratch, which r keeps until the answer is done.
+	r.name, r.g = name, g
+	r.c.Park()
+	ls.offloads.Add(1)
+	go r.offload()
+}
+
+// offload makes the plan where blocking is allowed, then hands it back to
+// the connection's loop. Its owner is the h1Server (offloads); it ends
+// when serveName returns.
+func (r *h1Req) offload() {
+	defer r.ls.offloads.Done()
+	r.p.noBlock, r.p.wouldBlock = false, false
+	r.ls.s.serveName(&r.ctx, &r.p, r.name, &r.rh, r.g)
+	r.c.Post(r.rendered)
+}
+
+// afterOffload runs on the loop: the plan made elsewhere is sent.
+func (r *h1Req) afterOffload() {
+	if r.c.Closed() {
+		if r.p.h != nil {
+			r.p.h.Release()
+			r.p.h = nil
+		}
+		r.ls.s.finish(&r.ctx, r.p.kind, 0, "")
+		r.ls.putReq(r)
+		return
+	}
+	r.ls.render(r)
+	r.c.Continue()
+}
+
+// parseError answers a request that cannot be parsed (or did not arrive
+// in time), as the fasthttp engine's ErrorHandler does, and closes.
+func (ls *h1Server) parseError(r *h1Req, err error) {
+	ls.s.handleParseError(&r.ctx, err)
+	r.counted = true
+	r.ctx.SetConnectionClose()
+	// The rest of the request (a body, more pipelined requests) may
+	// still be on its way: the close lingers so that it does not reset
+	// the answer away.
+	r.c.LingerOnClose()
+	ls.render(r)
+}
+
+// render turns the plan into a wire.Response and starts it: the
+// connection rules fasthttp's server applies (Connection: close, HTTP/1.0
+// keep-alive, -max-requests-per-conn, the drain), the header rendered by
+// fasthttp's ResponseHeader, and the body as memory or file parts.
+func (ls *h1Server) render(r *h1Req) {
+	s := ls.s
+	ctx, p, c := &r.ctx, &r.p, r.c
+	st := c.State().(*h1ConnState)
+	hdr := &ctx.Response.Header
+	closeConn := ctx.Request.Header.ConnectionClose() || ctx.Response.ConnectionClose() || c.Draining() ||
+		(s.cfg.MaxRequestsPerConn > 0 && st.reqs >= s.cfg.MaxRequestsPerConn)
+	if closeConn {
+		hdr.SetConnectionClose()
+	} else if !ctx.Request.Header.IsHTTP11() {
+		hdr.Set("Connection", "keep-alive")
+	}
+	if s.cfg.ServerName != "" && len(hdr.Server()) == 0 {
+		hdr.SetServer(s.cfg.ServerName)
+	}
+	resp := &r.resp
+	resp.Reset()
+	resp.Parts = r.parts[:0]
+	resp.Close, resp.Done = closeConn, r.done
+	if p.h == nil {
+		body := ctx.Response.Body()
+		code := ctx.Response.StatusCode()
+		send := !ctx.IsHead() && code >= 200 && code != fasthttp.StatusNoContent && code != fasthttp.StatusNotModified
+		if send || len(body) > 0 {
+			hdr.SetContentLength(len(body))
+		}
+		r.head = hdr.AppendBytes(r.head[:0])
+		r.hdrLen = len(r.head)
+		logged := 0
+		if send {
+			r.head = append(r.head, body...)
+			logged = len(body)
+		}
+		resp.Parts = append(resp.Parts, wire.Part{Mem: r.head})
+		r.via = ""
+		if !r.counted {
+			// Recorded before it is sent, as the fasthttp engine records
+			// a response fasthttp writes from memory: its line is in the
+			// access log by the time the client has read it.
+			s.finish(ctx, p.kind, int64(logged), "")
+			r.counted = true
+		}
+		c.Send(resp)
+		return
+	}
+	hdr.SetContentLength(int(p.total))
+	r.head = hdr.AppendBytes(r.head[:0])
+	r.hdrLen = len(r.head)
+	resp.Parts = append(resp.Parts, wire.Part{Mem: r.head})
+	h := p.h
+	if h.Bytes != nil {
+		body := h.Bytes[p.spans[0].Start : p.spans[0].Start+p.spans[0].Length]
+		if p.mp != nil {
+			r.mbuf = assembleMultipart(r.mbuf[:0], p.mp, h.Bytes)
+			body = r.mbuf
+		}
+		resp.Parts = append(resp.Parts, wire.Part{Mem: body})
+		r.via = "inline"
+		c.Send(resp)
+		return
+	}
+	fd := int(h.Fd())
+	if p.mp == nil {
+		resp.Parts = append(resp.Parts, wire.Part{Fd: fd, Off: p.spans[0].Start, Len: p.spans[0].Length})
+	} else {
+		for i := range p.mp.Parts() {
+			sp := p.mp.Span(i)
+			resp.Parts = append(resp.Parts, wire.Part{Mem: p.mp.PartHeader(i)}, wire.Part{Fd: fd, Off: sp.Start, Len: sp.Length})
+		}
+		resp.Parts = append(resp.Parts, wire.Part{Mem: p.mp.Trailer()})
+	}
+	if s.cold != nil {
+		resp.Ready, r.first, r.loaded = r.ready, true, -1
+	}
+	resp.NoSendfile = !sendfileOn(s)
+	r.via = "sendfile"
+	c.Send(resp)
+}
+
+// readyWindow is the cold path's check before each sendfile window: the
+// first window of the body was made resident (its first 256 KiB at least)
+// by beforeBody; a later one that is not resident is read by the cold
+// pool on a goroutine, and the connection resumes when it is in.
+func (r *h1Req) readyWindow(_ *wire.Part, off, n int64) (int64, bool) {
+	c := r.c
+	h := r.p.h
+	if r.first {
+		r.first = false
+		if n <= coldFirstWindow {
+			return n, true // beforeBody checked it: no second system call
+		}
+		if ok, err := coldread.Resident(h.Fd(), off, n, h.Size); err != nil || !ok {
+			return coldFirstWindow, true
+		}
+		return n, true
+	}
+	if off == r.loaded {
+		// Read by the pool just now: sent whether or not it is still
+		// resident (evicted at once, counted StillCold), as on fasthttp.
+		r.loaded = -1
+		return n, true
+	}
+	ok, err := coldread.Resident(h.Fd(), off, n, h.Size)
+	if err == nil && ok {
+		return n, true
+	}
+	s := r.ls.s
+	name, kind := h.Name, r.p.kind
+	r.ls.offloads.Add(1)
+	// The goroutine holds a reference of its own: if the connection
+	// closes meanwhile, its response (and r) is released and reused.
+	go func() {
+		defer r.ls.offloads.Done()
+		own, err := s.cache.Acquire(name)
+		if err == nil {
+			_, err = s.ensureResident(name, kind, own, ranges.Span{Start: off, Length: n})
+			own.Release()
+		}
+		if err != nil {
+			s.stats.Cold.Aborted.Add(1)
+			c.Post(func() { c.Abort(false) })
+			return
+		}
+		c.Post(func() {
+			if !c.Closed() && r.c == c {
+				r.loaded = off
+				c.Continue()
+			}
+		})
+	}()
+	return 0, false
+}
+
+// finished runs on the loop when the response has left (or failed): it
+// counts the body under its path, releases the file and records the
+// response.
+func (r *h1Req) finished(sent int64, err error) {
+	s := r.ls.s
+	body := max(sent-int64(r.hdrLen), 0)
+	if h := r.p.h; h != nil {
+		e := bodyEnd{via: r.via, sent: body, want: r.p.total, size: h.Size,
+			truncated: errors.Is(err, wire.ErrTruncated), aborted: err != nil}
+		switch {
+		case r.via == "inline":
+		case r.resp.Copied:
+			e.via, r.via = "copy", "copy"
+		default:
+			e.sendfiled = body
+		}
+		s.countBody(e)
+		h.Release()
+		r.p.h = nil
+	}
+	if !r.counted {
+		s.finish(&r.ctx, r.p.kind, body, r.via)
+	}
+	r.ls.putReq(r)
+}
+
+func (ls *h1Server) getReq(c h1Conn) *h1Req {
+	r := ls.reqs.Get().(*h1Req)
+	r.c = c
+	ctx := &r.ctx
+	ctx.Init2(c.NetConn(), fasthttpLogger{ls.s}, false)
+	ctx.Request.Reset()
+	ctx.Response.Reset()
+	ctx.Response.Header.SetNoDefaultContentType(true)
+	return r
+}
+
+// putReq returns r to the pool, keeping no reference to the request.
+func (ls *h1Server) putReq(r *h1Req) {
+	r.ctx.ResetUserValues()
+	r.ctx.Request.Reset()
+	r.ctx.Response.Reset()
+	r.scratch.release()
+	r.c, r.name, r.g, r.counted, r.via = nil, reqName{}, grant{}, false, ""
+	r.p = plan{}
+	r.resp.Reset()
+	r.rd.Reset(nil)
+	r.br.Reset(nil)
+	if cap(r.mbuf) > maxPooledMultipart {
+		r.mbuf = nil
+	}
+	ls.reqs.Put(r)
+}
