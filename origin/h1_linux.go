@@ -520,6 +520,8 @@ func (r *h1Req) finished(sent int64, err error) {
 		case r.via == "inline":
 		case r.resp.Copied:
 			e.via, r.via = "copy", "copy"
+		case r.resp.KernelTLS:
+			e.via, r.via, e.ktls, e.sendfiled = "ktls", "ktls", true, body
 		default:
 			e.sendfiled = body
 		}

@@ -108,38 +108,7 @@ type divergence struct {
 	lingers bool
 }
 
-var knownDivergence = map[string]divergence{
-	"bare LF": {
-		reason: "the loop's parser refuses a bare LF at once; fasthttp's reader waits for a CRLF until the read timeout, then answers 408",
-		doc:    "a request line or field line ending in a bare LF instead of CRLF",
-		differ: fastTransports, loop: "400", fast: "408", fastWaits: true, lingers: true,
-	},
-	"HTTP/2 preface": {
-		reason: "the loop answers an HTTP/2.0 request line 505; fasthttp's reader refuses it as malformed",
-		doc:    "a request line in HTTP/0.9, HTTP/2.0, HTTP/3.0, and the HTTP/2 preface",
-		differ: fastTransports,
-		loop:   "505", fast: "400", lingers: true,
-	},
-	"over-long target": {
-		reason: "the loop tells a long target (414) from a long field (431); fasthttp's reader calls both 431",
-		doc:    "a request-target longer than the header buffer (`-max-header-bytes`)",
-		differ: fastTransports,
-		loop:   "414", fast: "431", lingers: true,
-	},
-	"chunk size of 16 digits": {
-		reason: "fasthttp's chunk reader counts leading zeros against a 15-digit limit",
-		doc:    "a chunk size with more than 15 digits, leading zeros counted",
-		differ: fastTransports,
-		loop:   "200,200", fast: "400",
-	},
-	"oversized header": {reason: lingerReason, doc: lingerRow, differ: fastTransports, lingers: true},
-	"body over 64 KiB": {reason: lingerReason, doc: lingerRow, differ: fastTransports, lingers: true},
-}
-
-const (
-	lingerReason = "the loop lingers after a refusal that leaves part of the request unread (RFC 9112 §9.6); fasthttp closes at once"
-	lingerRow    = "any refusal that closes the connection before the request was read to its end"
-)
+var knownDivergence = map[string]divergence{}
 
 // parityReadTimeout is every server's -read-timeout: the bare LF case
 // waits for it on the fasthttp side.

@@ -418,7 +418,8 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 		wg.Go(func() { s.tls.PollCertificates(watchCtx) })
 	}
 	var loops []*loopServer
-	var fastGates []*conn.Listener // the gates of the listeners fasthttp serves
+	var fastGates []*conn.Listener // the gates of the listeners the goroutine-per-connection server serves
+	cs := s.newConnServer()
 	for i, ln := range listeners {
 		wl := wrapped[i]
 		if ls := s.loopFor(ln, wl); ls != nil {
@@ -432,7 +433,7 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 		}
 		fastGates = append(fastGates, gates[i])
 		wg.Go(func() {
-			if err := s.http.Serve(wl); err != nil {
+			if err := cs.serve(wl); err != nil {
 				errc <- fmt.Errorf("origin: serve %s: %w", ln.Addr(), err)
 			}
 		})
@@ -446,12 +447,10 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 	var drainWG sync.WaitGroup
 	drainErrs := make([]error, len(loops)+1)
 	drainWG.Go(func() {
-		drainErrs[0] = s.http.ShutdownWithContext(sctx)
-		// fasthttp's Shutdown returns once its handlers are done, but its
-		// workers close their connections after that (an HTTPS connection
-		// sends close_notify in Close): wait for the closes too, or the
-		// process may exit between the two and end a connection with a
-		// bare FIN.
+		drainErrs[0] = cs.shutdown(sctx)
+		// Wait for the gate to see every connection closed too (an HTTPS
+		// connection sends close_notify in Close), or the process may
+		// exit between the two and end a connection with a bare FIN.
 		for _, g := range fastGates {
 			if drainErrs[0] == nil {
 				drainErrs[0] = g.WaitClosed(sctx)

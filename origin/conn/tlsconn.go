@@ -176,6 +176,26 @@ func (c *tlsConn) Close() error {
 	return c.rec.Conn.Close()
 }
 
+// CloseWrite ends the transmit direction for a lingering close:
+// close_notify (by crypto/tls, or sealed by the kernel after the
+// hand-over), then the socket's FIN. Reading goes on until Close.
+func (c *tlsConn) CloseWrite() error {
+	if c.tcp == nil {
+		return errors.New("origin: TLS CloseWrite: not over TCP")
+	}
+	var err error
+	if o := c.off.Load(); o != nil {
+		c.rec.SetWriteDeadline(time.Now().Add(closeNotifyTimeout))
+		err = o.tx.CloseNotify()
+	} else {
+		err = c.Conn.CloseWrite()
+	}
+	if err != nil {
+		return err
+	}
+	return c.tcp.CloseWrite()
+}
+
 // closeNotifyTimeout bounds the close_notify write, as crypto/tls does.
 const closeNotifyTimeout = 5 * time.Second
 

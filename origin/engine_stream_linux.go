@@ -1,0 +1,68 @@
+package origin
+
+import (
+	"context"
+	"net"
+
+	"segorigin/origin/stream"
+)
+
+// streamServer serves the listeners the event loops do not (HTTPS, and
+// plain HTTP with -engine fasthttp) with the stream transport, a
+// goroutine per connection, driving the same HTTP/1 layer: one set of
+// protocol rules whatever carries the bytes. The listener (the gate, and
+// TLS over it) has already admitted each connection and read any PROXY
+// header.
+type streamServer struct {
+	*h1Server
+	srv *stream.Server
+}
+
+func (s *Server) newStreamServer() *streamServer {
+	ss := &streamServer{h1Server: s.newH1Server(nil)}
+	ss.srv = stream.New(stream.Config{
+		ReadBuffer:      s.h1ReadBuffer(),
+		ReadTimeout:     s.cfg.ReadTimeout,
+		IdleTimeout:     s.cfg.IdleTimeout,
+		WriteTimeout:    s.cfg.WriteTimeout,
+		Window:          coldWindow,
+		Handler:         ss,
+		SendfileRefused: func() { s.stats.Transport.SendfileFallbacks.Add(1) },
+		Logger:          s.log,
+	})
+	return ss
+}
+
+func (ss *streamServer) serve(ln net.Listener) error { return ss.srv.Serve(ln) }
+
+// shutdown drains the connections (idle ones closed at once, the others
+// after their response, all by ctx's end) and waits for the goroutines
+// that were building plans.
+func (ss *streamServer) shutdown(ctx context.Context) error {
+	err := ss.srv.Shutdown(ctx)
+	ss.offloads.Wait()
+	return err
+}
+
+// Accept: the listener admitted the connection already.
+func (ss *streamServer) Accept(c *stream.Conn) bool {
+	c.SetState(&h1ConnState{})
+	return true
+}
+
+// Data hands the connection's bytes to the HTTP/1 layer.
+func (ss *streamServer) Data(c *stream.Conn, in []byte, full bool) int { return ss.data(c, in, full) }
+
+// Timeout answers a request that did not arrive in time with 408.
+func (ss *streamServer) Timeout(c *stream.Conn, reading bool) { ss.timeout(c, reading) }
+
+// Closed: the connection's Close gives its place back to the gate.
+func (ss *streamServer) Closed(*stream.Conn) {}
+
+// connServer serves the listeners the loops do not.
+type connServer interface {
+	serve(net.Listener) error
+	shutdown(context.Context) error
+}
+
+func (s *Server) newConnServer() connServer { return s.newStreamServer() }

@@ -1,0 +1,506 @@
+package stream
+
+import (
+	"crypto/tls"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"segorigin/origin/conn"
+	"segorigin/origin/wire"
+)
+
+// lingerTimeout bounds how long a connection closed by the server keeps
+// reading (and dropping) what its client still sends after its write side
+// is shut; nginx's lingering_timeout, and the event loops', is 5 s.
+const lingerTimeout = 5 * time.Second
+
+// copyChunk is one pread and write of a span that cannot go by sendfile:
+// on userspace TLS, one full record.
+const copyChunk = 16 << 10
+
+// Conn is one connection. Its methods run on its goroutine unless they
+// say otherwise.
+type Conn struct {
+	s  *Server
+	nc net.Conn
+
+	in       []byte         // buffered request bytes
+	reqStart time.Time      // when the first byte of the request in c.in arrived
+	resp     *wire.Response // the response to send next
+	state    any
+	remote   net.Addr // set by SetRemote; nil: nc's
+
+	parked, closed, closeAfter, lingerWanted bool
+	resumed                                  bool // Continue ran since the last wait
+	idle                                     atomic.Bool
+
+	mu    sync.Mutex // protects posts
+	posts []func()
+	wake  chan struct{} // a post is waiting (capacity 1)
+
+	wbuf, copyBuf []byte
+	iov           [][]byte
+}
+
+// serve is the connection's goroutine: read, hand what arrived to the
+// Handler, send what it answers, until the connection closes.
+func (c *Conn) serve() {
+	defer c.s.untrack(c)
+	h := c.s.cfg.Handler
+	defer func() {
+		c.close()
+		h.Closed(c)
+	}()
+	if !h.Accept(c) {
+		return
+	}
+	for first := true; !c.closed; first = false {
+		c.process()
+		switch {
+		case c.closed:
+			return
+		case c.closeAfter:
+			c.closeAfterResponse()
+			return
+		case len(c.in) == 0 && c.s.draining.Load():
+			return
+		}
+		if !c.read(first) {
+			return
+		}
+	}
+}
+
+// read reads once into the buffer, with the deadline of what c waits
+// for: the first request (and the TLS handshake before it) or the rest of
+// one under ReadTimeout, the next under IdleTimeout. false: c is done.
+func (c *Conn) read(first bool) bool {
+	cfg := &c.s.cfg
+	if c.in == nil {
+		c.in = make([]byte, 0, cfg.ReadBuffer)
+	}
+	if len(c.in) == cap(c.in) {
+		return true // process answers or closes
+	}
+	idle := len(c.in) == 0
+	var deadline time.Time
+	switch {
+	case !idle && cfg.ReadTimeout > 0:
+		deadline = c.reqStart.Add(cfg.ReadTimeout)
+	case idle && first && cfg.ReadTimeout > 0:
+		deadline = time.Now().Add(cfg.ReadTimeout)
+	case idle && cfg.IdleTimeout > 0:
+		deadline = time.Now().Add(cfg.IdleTimeout)
+	}
+	c.nc.SetReadDeadline(deadline)
+	if idle {
+		// Shutdown wakes an idle connection by its deadline: the flag
+		// is set before the drain is checked, so one of the two sees
+		// the other.
+		c.idle.Store(true)
+		if c.s.draining.Load() {
+			return false
+		}
+	}
+	n, err := c.nc.Read(c.in[len(c.in):cap(c.in)])
+	c.idle.Store(false)
+	if n > 0 {
+		if len(c.in) == 0 {
+			c.reqStart = time.Now()
+		}
+		c.in = c.in[:len(c.in)+n]
+	}
+	if err == nil {
+		return true
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) && !c.s.draining.Load() {
+		c.s.cfg.Handler.Timeout(c, len(c.in) > 0)
+		if c.resp != nil && !c.closed {
+			c.flush()
+		}
+	}
+	return false
+}
+
+// process hands the buffered bytes to the Handler while it answers them:
+// pipelined requests are answered one after the other, in order.
+func (c *Conn) process() {
+	h := c.s.cfg.Handler
+	for !c.closed && c.resp == nil && len(c.in) > 0 {
+		full := len(c.in) == cap(c.in)
+		n := h.Data(c, c.in, full)
+		if c.closed {
+			return
+		}
+		if n > 0 {
+			k := copy(c.in, c.in[n:])
+			c.in = c.in[:k]
+			if k > 0 {
+				c.reqStart = time.Now()
+			}
+		}
+		for c.parked && !c.closed {
+			c.runPosts()
+		}
+		if c.closed {
+			return
+		}
+		if c.resp != nil {
+			c.flush()
+			continue
+		}
+		if n == 0 {
+			if full && len(c.in) == cap(c.in) {
+				c.close() // the Handler neither answered nor made room (Grow)
+			}
+			return
+		}
+	}
+}
+
+// runPosts waits for work posted from other goroutines and runs it.
+func (c *Conn) runPosts() {
+	<-c.wake
+	c.mu.Lock()
+	posts := c.posts
+	c.posts = nil
+	c.mu.Unlock()
+	for _, fn := range posts {
+		fn()
+	}
+}
+
+// flush sends c's response, reports its end to Done, and closes c when
+// the response says so or it failed.
+func (c *Conn) flush() {
+	r := c.resp
+	c.resp = nil
+	var deadline time.Time
+	if wt := c.s.cfg.WriteTimeout; wt > 0 {
+		deadline = time.Now().Add(wt)
+	}
+	c.nc.SetWriteDeadline(deadline)
+	err := c.send(r)
+	closeConn := r.Close // r is the Handler's again once Done runs
+	if r.Done != nil {
+		r.Done(r.Cursor.Sent, err)
+	}
+	switch {
+	case err != nil:
+		c.close()
+	case closeConn || c.closeAfter:
+		c.closeAfterResponse()
+	}
+}
+
+// closeAfterResponse closes c once its last response is written. When the
+// client may still be sending (the Handler asked, or bytes are buffered)
+// the write side is shut first and what arrives is read and dropped until
+// the client closes or lingerTimeout passes, so the kernel's reset to
+// unread bytes cannot destroy the answer (RFC 9112 §9.6). A draining
+// server closes at once.
+func (c *Conn) closeAfterResponse() {
+	if c.closed {
+		return
+	}
+	cw, ok := c.nc.(interface{ CloseWrite() error })
+	if c.s.draining.Load() || !(c.lingerWanted || len(c.in) > 0) || !ok || cw.CloseWrite() != nil {
+		c.close()
+		return
+	}
+	c.nc.SetReadDeadline(time.Now().Add(lingerTimeout))
+	buf := c.in[:cap(c.in)]
+	if len(buf) == 0 {
+		buf = make([]byte, 4<<10)
+	}
+	for {
+		if _, err := c.nc.Read(buf); err != nil {
+			break
+		}
+	}
+	c.close()
+}
+
+func (c *Conn) close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.nc.Close()
+	c.in, c.wbuf, c.copyBuf = nil, nil, nil
+}
+
+// State returns the Handler's per-connection state.
+func (c *Conn) State() any { return c.state }
+
+// SetState sets the Handler's per-connection state.
+func (c *Conn) SetState(v any) { c.state = v }
+
+// SetRemote replaces the peer address (the client a PROXY header named).
+func (c *Conn) SetRemote(a *net.TCPAddr) { c.remote = a }
+
+// Grow makes room for a request of n bytes in c's buffer.
+func (c *Conn) Grow(n int) {
+	if cap(c.in) >= n {
+		return
+	}
+	b := make([]byte, len(c.in), n)
+	copy(b, c.in)
+	c.in = b
+}
+
+// WriteNow writes p at once (a 100 Continue).
+func (c *Conn) WriteNow(p []byte) error {
+	var deadline time.Time
+	if wt := c.s.cfg.WriteTimeout; wt > 0 {
+		deadline = time.Now().Add(wt)
+	}
+	c.nc.SetWriteDeadline(deadline)
+	_, err := c.nc.Write(p)
+	return err
+}
+
+// Send gives c its response; it leaves when the Handler's call returns.
+func (c *Conn) Send(r *wire.Response) {
+	if c.closed {
+		if r.Done != nil {
+			r.Done(0, net.ErrClosed)
+		}
+		return
+	}
+	c.parked = false
+	c.resp = r
+}
+
+// Park says the Handler will Send c's response later, from Post.
+func (c *Conn) Park() { c.parked = true }
+
+// Post runs fn on c's goroutine while it waits (parked, or for a Ready
+// hook), also when c has closed by then: fn checks Closed. Safe from any
+// goroutine.
+func (c *Conn) Post(fn func()) {
+	c.mu.Lock()
+	c.posts = append(c.posts, fn)
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Continue resumes c's response after its Ready hook said not yet (from a
+// Post); after a parked Send the goroutine goes on by itself.
+func (c *Conn) Continue() { c.resumed = true }
+
+// Resume is Post(Continue). Safe from any goroutine.
+func (c *Conn) Resume() { c.Post(c.Continue) }
+
+// Abort closes c at once, with a reset (SO_LINGER 0) when reset is set.
+func (c *Conn) Abort(reset bool) {
+	if reset {
+		c.Reset()
+	}
+	c.close()
+}
+
+// Reset makes c's close a reset (SO_LINGER 0).
+func (c *Conn) Reset() {
+	if tc := conn.Socket(c.nc); tc != nil {
+		tc.SetLinger(0)
+	}
+}
+
+// LingerOnClose says the client may still be sending when c closes.
+func (c *Conn) LingerOnClose() { c.lingerWanted = true }
+
+// Closed reports whether c is closed.
+func (c *Conn) Closed() bool { return c.closed }
+
+// Draining reports whether c's server is shutting down.
+func (c *Conn) Draining() bool { return c.s.draining.Load() }
+
+// net.Conn, for what asks a connection its addresses (fasthttp's
+// RequestCtx). Reading and writing go through the transport, never these.
+func (c *Conn) Read([]byte) (int, error)         { return 0, errNotStream }
+func (c *Conn) Write([]byte) (int, error)        { return 0, errNotStream }
+func (c *Conn) Close() error                     { c.closeAfter = true; return nil }
+func (c *Conn) LocalAddr() net.Addr              { return c.nc.LocalAddr() }
+func (c *Conn) SetDeadline(time.Time) error      { return nil }
+func (c *Conn) SetReadDeadline(time.Time) error  { return nil }
+func (c *Conn) SetWriteDeadline(time.Time) error { return nil }
+
+// RemoteAddr is the peer, or the client its PROXY header named.
+func (c *Conn) RemoteAddr() net.Addr {
+	if c.remote != nil {
+		return c.remote
+	}
+	return c.nc.RemoteAddr()
+}
+
+// NetConn is c as a net.Conn for fasthttp's RequestCtx: over TLS it also
+// answers ConnectionState, so the request knows it came over HTTPS.
+func (c *Conn) NetConn() net.Conn {
+	if _, ok := c.nc.(tlsStater); ok {
+		return tlsView{c}
+	}
+	return c
+}
+
+type tlsStater interface{ ConnectionState() tls.ConnectionState }
+
+// tlsView is a TLS Conn as fasthttp recognises one (its connTLSer).
+type tlsView struct{ *Conn }
+
+func (v tlsView) Handshake() error { return nil }
+
+func (v tlsView) ConnectionState() tls.ConnectionState {
+	return v.nc.(tlsStater).ConnectionState()
+}
+
+// send writes r's parts in order.
+func (c *Conn) send(r *wire.Response) error {
+	plain, _ := c.nc.(*conn.TCP)
+	sock := plain
+	if sock == nil {
+		sock = conn.KernelTLS(c.nc)
+	}
+	for i := 0; i < len(r.Parts); {
+		if r.Parts[i].Mem != nil {
+			j := i
+			for j < len(r.Parts) && r.Parts[j].Mem != nil {
+				j++
+			}
+			if err := c.sendMem(r, r.Parts[i:j], sock, j < len(r.Parts)); err != nil {
+				return err
+			}
+			i = j
+			continue
+		}
+		if err := c.sendFile(r, &r.Parts[i], sock, plain == nil); err != nil {
+			return err
+		}
+		i++
+	}
+	return nil
+}
+
+// sendMem writes memory parts in one send: one writev on a plain socket
+// (header and an inline body, nothing copied), one write (over TLS, one
+// record) otherwise, with MSG_MORE on a socket when a file span follows.
+func (c *Conn) sendMem(r *wire.Response, parts []wire.Part, sock *conn.TCP, more bool) error {
+	if _, plain := c.nc.(*conn.TCP); plain && !more && len(parts) > 1 {
+		c.iov = c.iov[:0]
+		for _, p := range parts {
+			c.iov = append(c.iov, p.Mem)
+		}
+		bufs := net.Buffers(c.iov)
+		n, err := bufs.WriteTo(c.nc)
+		r.Cursor.Sent += n
+		clear(c.iov)
+		return err
+	}
+	b := parts[0].Mem
+	if len(parts) > 1 {
+		c.wbuf = c.wbuf[:0]
+		for _, p := range parts {
+			c.wbuf = append(c.wbuf, p.Mem...)
+		}
+		b = c.wbuf
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	var n int64
+	var err error
+	if sock != nil && more && !r.NoSendfile {
+		n, err = sock.WriteMore(b)
+	} else {
+		var k int
+		k, err = c.nc.Write(b)
+		n = int64(k)
+	}
+	r.Cursor.Sent += n
+	return err
+}
+
+// sendFile sends file part p by windows, asking Ready before each; sock,
+// when not nil, takes sendfile (kernelTLS: its records are sealed by the
+// kernel).
+func (c *Conn) sendFile(r *wire.Response, p *wire.Part, sock *conn.TCP, kernelTLS bool) error {
+	for off := int64(0); off < p.Len; {
+		want := min(p.Len-off, c.s.cfg.Window)
+		if r.Ready != nil {
+			send, ok := r.Ready(p, p.Off+off, want)
+			for !ok {
+				if !c.waitResume() {
+					return net.ErrClosed
+				}
+				send, ok = r.Ready(p, p.Off+off, want)
+			}
+			want = min(want, max(send, 1))
+		}
+		var n int64
+		var err error
+		if sock != nil && !r.NoSendfile && !r.Copied {
+			n, err = sock.Sendfile(p.Fd, p.Off+off, want)
+			if errors.Is(err, conn.ErrSendfileUnsupported) {
+				r.Copied = true
+				if f := c.s.cfg.SendfileRefused; f != nil {
+					f()
+				}
+				continue
+			}
+			r.KernelTLS = kernelTLS
+		} else {
+			r.Copied = true
+			n, err = c.copySpan(p.Fd, p.Off+off, want)
+		}
+		r.Cursor.Sent += n
+		off += n
+		if errors.Is(err, conn.ErrTruncated) {
+			err = wire.ErrTruncated
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// copySpan sends n bytes of fd from off by pread and write.
+func (c *Conn) copySpan(fd int, off, n int64) (int64, error) {
+	if c.copyBuf == nil {
+		c.copyBuf = make([]byte, copyChunk)
+	}
+	var sent int64
+	for sent < n {
+		k, err := syscall.Pread(fd, c.copyBuf[:min(n-sent, copyChunk)], off+sent)
+		if err != nil {
+			return sent, err
+		}
+		if k == 0 {
+			return sent, wire.ErrTruncated
+		}
+		m, err := c.nc.Write(c.copyBuf[:k])
+		sent += int64(m)
+		if err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
+}
+
+// waitResume waits, running posted work, until a Post calls Continue or
+// c closes. false: closed.
+func (c *Conn) waitResume() bool {
+	c.resumed = false
+	for !c.resumed && !c.closed {
+		c.runPosts()
+	}
+	return !c.closed
+}

@@ -1,0 +1,22 @@
+// Package stream is the blocking transport of the HTTP/1 layer.
+//
+// # What it owns
+//
+//   - A goroutine per connection (Server.Serve starts it, Shutdown waits for
+//     it), reading into the connection's buffer under the read, idle and
+//     write deadlines, and calling the Handler (the HTTP/1 layer) with what
+//     arrived, exactly as the event loops do.
+//   - The send of a wire.Response: memory parts in one write (over TLS, one
+//     record), file spans by sendfile(2) on a plain or kernel-TLS socket
+//     (the header with MSG_MORE), by pread and write otherwise; a file that
+//     shrank ends the connection (wire.ErrTruncated), never a short body on
+//     a kept connection.
+//   - Park and Post (an answer made on another goroutine), the Ready gate
+//     before each window of a file span, the lingering close after a
+//     refusal (write side shut, then read and drop for up to 5 s), and the
+//     drain.
+//
+// # What it never does
+//
+// It never parses HTTP, decides an answer, or opens a served file.
+package stream
