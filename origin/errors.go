@@ -24,6 +24,7 @@ var (
 	errFieldName      = fmt.Errorf("%w: header field name is not a token", errMessage)
 	errObsFold        = fmt.Errorf("%w: header field line folded (obs-fold)", errMessage)
 	errBareLF         = fmt.Errorf("%w: request line or field line ends in a bare LF", errMessage)
+	errBareCR         = fmt.Errorf("%w: a CR not followed by LF in the header section", errMessage)
 	errHost           = fmt.Errorf("%w: invalid Host or absolute-form authority", errMessage)
 	errTransferCoding = fmt.Errorf("%w: Transfer-Encoding without chunked as its final coding", errMessage)
 	errBodyTooLarge   = errors.New("origin: request body over the limit")

@@ -181,6 +181,9 @@ func (ls *h1Server) data(c h1Conn, in []byte, full bool) int {
 		// request is refused for what it is, now rather than at the
 		// read timeout.
 		err = errBareLF
+	case httpmsg.HasBareCR(headerBlock(in)):
+		// The same for a CR that ends no line.
+		err = errBareCR
 	case errors.Is(err, io.EOF) && !full:
 		// Only the buffer ends here (the reader over it says EOF): the
 		// header is still arriving.
@@ -224,12 +227,16 @@ func refusal(in []byte, limit int, err error) error {
 }
 
 // headerHasBareLF reports whether the header section at the start of in
-// (up to its CRLFCRLF, or all of in without one) ends a line in a bare LF.
-func headerHasBareLF(in []byte) bool {
+// ends a line in a bare LF.
+func headerHasBareLF(in []byte) bool { return httpmsg.HasBareLF(headerBlock(in)) }
+
+// headerBlock is the header section at the start of in: up to its
+// CRLFCRLF, or all of in without one.
+func headerBlock(in []byte) []byte {
 	if i := bytes.Index(in, crlfcrlf); i >= 0 {
-		in = in[:i+len(crlfcrlf)]
+		return in[:i+len(crlfcrlf)]
 	}
-	return httpmsg.HasBareLF(in)
+	return in
 }
 
 var crlfcrlf = []byte("\r\n\r\n")
@@ -246,6 +253,11 @@ var errNeedMore = errors.New("origin: request incomplete")
 // reads anywhere reads as it would whole.
 func (ls *h1Server) readBody(r *h1Req, st *h1ConnState, in []byte, hdrLen int, full bool) error {
 	req := &r.ctx.Request
+	if err := checkTransferCoding(&req.Header); err != nil {
+		// With "identity" dropped, a Content-Length beside it would
+		// have the layer wait for a body the request never framed.
+		return err
+	}
 	cl := req.Header.ContentLength()
 	var n int
 	switch {

@@ -207,17 +207,25 @@ func checkMessage(h *fasthttp.RequestHeader, rh *reqHeaders) error {
 	if httpmsg.HasObsFold(h.RawHeaders()) {
 		return errObsFold
 	}
-	// fasthttp takes "Transfer-Encoding: identity" for no coding at all
-	// and drops the field. RFC 9112 §6.3: "If a Transfer-Encoding header
-	// field is present in a request and the chunked transfer coding is
-	// not the final encoding, the message body length cannot be
-	// determined reliably; the server MUST respond with the 400 (Bad
-	// Request) status code and then close the connection." (fasthttp
-	// itself refuses any other coding and a second field line.)
+	if err := checkTransferCoding(h); err != nil {
+		return err
+	}
+	return checkHost(h)
+}
+
+// checkTransferCoding: fasthttp takes "Transfer-Encoding: identity" for
+// no coding at all and drops the field. RFC 9112 §6.3: "If a
+// Transfer-Encoding header field is present in a request and the chunked
+// transfer coding is not the final encoding, the message body length
+// cannot be determined reliably; the server MUST respond with the 400
+// (Bad Request) status code and then close the connection." (fasthttp
+// itself refuses any other coding and a second field line.) The loop
+// engine asks before it waits for a body, whose length is then unknown.
+func checkTransferCoding(h *fasthttp.RequestHeader) error {
 	if te, ok := httpmsg.FieldValue(h.RawHeaders(), "Transfer-Encoding"); ok && !bytes.EqualFold(te, chunked) {
 		return errTransferCoding
 	}
-	return checkHost(h)
+	return nil
 }
 
 var chunked = []byte("chunked")

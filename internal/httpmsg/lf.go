@@ -28,3 +28,26 @@ func HasBareLF(head []byte) bool {
 		off += i + 1
 	}
 }
+
+// HasBareCR reports whether a request's header section, as received so
+// far, holds a CR that is not followed by LF. A CR that ends head is not
+// bare: its LF may still be on its way.
+//
+// RFC 9112 §2.2: "A recipient of such a bare CR MUST consider that
+// element to be invalid or replace each bare CR with SP before processing
+// the element". segorigin considers it invalid (400): fasthttp's reader
+// finds no line end in it and waits for a CRLFCRLF that such a client
+// may never send.
+func HasBareCR(head []byte) bool {
+	for off := 0; ; {
+		i := bytes.IndexByte(head[off:], '\r')
+		if i < 0 {
+			return false
+		}
+		at := off + i
+		if at+1 < len(head) && head[at+1] != '\n' {
+			return true
+		}
+		off = at + 1
+	}
+}
