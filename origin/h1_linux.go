@@ -166,6 +166,16 @@ func (ls *h1Server) data(c h1Conn, in []byte, full bool) int {
 	r.rd.Reset(in)
 	r.br.Reset(&r.rd)
 	err := ctx.Request.Header.Read(r.br)
+	if err != nil && !errors.Is(err, io.EOF) && httpmsg.TidyTransferEncoding(headerBlock(in)) {
+		// fasthttp compares a Transfer-Encoding value whole: a list with
+		// empty elements (",chunked") is read again with them blanked
+		// (RFC 9110 §5.6.1: they are ignored). Only after a refusal, so
+		// a request that parses pays nothing for it.
+		r.rd.Reset(in)
+		r.br.Reset(&r.rd)
+		ctx.Request.Header.Reset()
+		err = ctx.Request.Header.Read(r.br)
+	}
 	switch {
 	case err == nil:
 		hdrLen := len(in) - r.rd.Len() - r.br.Buffered()

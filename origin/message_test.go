@@ -1,6 +1,7 @@
 package origin_test
 
 import (
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -162,4 +163,20 @@ func testKeepAliveOnSecondLine(t *testing.T, mode serverMode) {
 		t.Fatalf("second request: %v", err)
 	}
 	mustBody(t, c.read("GET"), []byte("0123456789"), "second request on the kept connection")
+}
+
+// TestTransferEncodingEmptyElements: RFC 9110 §5.6.1, "a recipient MUST
+// accept empty list elements ... and ignore them": ",chunked" is chunked.
+func TestTransferEncodingEmptyElements(t *testing.T) { everyMode(t, testTransferEncodingEmptyElements) }
+
+func testTransferEncodingEmptyElements(t *testing.T, mode serverMode) {
+	ts := messageRoot(t, mode)
+	for _, te := range []string{",chunked", "chunked,", " , chunked , "} {
+		c := ts.dial()
+		if _, err := io.WriteString(c.conn, "GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: "+te+"\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		mustBody(t, c.read("GET"), []byte("0123456789"), "Transfer-Encoding: "+te)
+		mustBody(t, c.read("GET"), []byte("0123456789"), "the request after it")
+	}
 }

@@ -25,3 +25,50 @@ func hasConnectionOption(raw []byte, option string) bool {
 	}
 	return false
 }
+
+// TidyTransferEncoding rewrites, in place, each complete Transfer-Encoding
+// field line of head whose list holds empty elements (",chunked",
+// "chunked, ,"): every comma that does not separate two codings becomes a
+// space, so that a parser comparing the whole value with "chunked" reads
+// the list RFC 9110 §5.6.1 says it is: "a recipient MUST accept empty list
+// elements ... and ignore them". Nothing moves: the length stays, and OWS
+// is allowed around list elements. It reports whether it changed a byte.
+func TidyTransferEncoding(head []byte) (changed bool) {
+	for len(head) > 0 {
+		i := bytes.IndexByte(head, '\n')
+		if i < 0 {
+			return changed // an incomplete line is tidied once it is whole
+		}
+		line := head[:i]
+		head = head[i+1:]
+		const name = "Transfer-Encoding"
+		if len(line) > len(name) && line[len(name)] == ':' && bytes.EqualFold(line[:len(name)], []byte(name)) {
+			changed = tidyList(line[len(name)+1:]) || changed
+		}
+	}
+	return changed
+}
+
+// tidyList blanks the commas of v that do not stand between two non-empty
+// elements.
+func tidyList(v []byte) (changed bool) {
+	pending := -1 // the last comma kept: blanked at the end if nothing follows it
+	seen := false // a non-empty element since the last comma kept (or the start)
+	for i, c := range v {
+		switch c {
+		case ',':
+			if seen {
+				pending, seen = i, false
+			} else {
+				v[i], changed = ' ', true
+			}
+		case ' ', '\t', '\r':
+		default:
+			seen = true
+		}
+	}
+	if pending >= 0 && !seen {
+		v[pending], changed = ' ', true
+	}
+	return changed
+}

@@ -1,6 +1,10 @@
 package httpmsg
 
-import "testing"
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
 
 func TestAsksClose(t *testing.T) {
 	for _, tc := range []struct {
@@ -50,4 +54,58 @@ func containsFold(b []byte, s string) bool {
 		}
 	}
 	return false
+}
+
+func TestTidyTransferEncoding(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Transfer-Encoding: ,chunked\r\n", "Transfer-Encoding:  chunked\r\n"},
+		{"Transfer-Encoding: chunked,\r\n", "Transfer-Encoding: chunked \r\n"},
+		{"transfer-encoding: chunked, ,\r\n", "transfer-encoding: chunked   \r\n"},
+		{"Transfer-Encoding: gzip,,chunked\r\n", "Transfer-Encoding: gzip, chunked\r\n"},
+		{"Transfer-Encoding: gzip, chunked\r\n", "Transfer-Encoding: gzip, chunked\r\n"},
+		{"Transfer-Encoding: ,chunked", "Transfer-Encoding: ,chunked"}, // incomplete: left alone
+		{"X-List: ,a\r\nHost: t\r\n", "X-List: ,a\r\nHost: t\r\n"},     // only Transfer-Encoding
+	}
+	for _, tt := range tests {
+		b := []byte(tt.in)
+		TidyTransferEncoding(b)
+		if string(b) != tt.want {
+			t.Errorf("TidyTransferEncoding(%q) = %q, want %q", tt.in, b, tt.want)
+		}
+	}
+}
+
+// FuzzTidyTransferEncoding: the length never changes, only commas become
+// spaces, and the non-empty elements of every line stay as they were.
+func FuzzTidyTransferEncoding(f *testing.F) {
+	f.Add([]byte("Transfer-Encoding: ,chunked\r\n"))
+	f.Add([]byte("Transfer-Encoding: a,,b, ,c,\r\nX: ,\r\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		orig := append([]byte(nil), b...)
+		TidyTransferEncoding(b)
+		if len(b) != len(orig) {
+			t.Fatalf("length changed")
+		}
+		for i := range b {
+			if b[i] != orig[i] && !(orig[i] == ',' && b[i] == ' ') {
+				t.Fatalf("byte %d changed from %q to %q", i, orig[i], b[i])
+			}
+		}
+		// The elements of each line's value (after its first colon).
+		elems := func(b []byte) (out []string) {
+			for line := range bytes.SplitSeq(b, []byte("\n")) {
+				_, v, _ := bytes.Cut(line, []byte(":"))
+				for e := range bytes.SplitSeq(v, []byte(",")) {
+					if e := bytes.TrimSpace(e); len(e) > 0 {
+						out = append(out, string(e))
+					}
+				}
+				out = append(out, "\n")
+			}
+			return out
+		}
+		if a, z := elems(orig), elems(b); strings.Join(a, "|") != strings.Join(z, "|") {
+			t.Fatalf("elements %q became %q", a, z)
+		}
+	})
 }
