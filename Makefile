@@ -1,6 +1,8 @@
 # segorigin: `make test` installs what the suite needs and runs all of it.
 GO ?= go
 FUZZTIME ?= 100000x
+# The whole request path runs a server per input: fewer executions.
+FUZZTIME_PATH ?= 20000x
 
 .PHONY: test deps vet unit fuzz build run bench dist deb FORCE
 
@@ -30,6 +32,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseKeyFile$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSegment$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
 	$(GO) test -run='^$$' -fuzz='^FuzzRedactor$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
+	$(GO) test -run='^$$' -fuzz='^FuzzRequestPath$$' -fuzztime=$(FUZZTIME_PATH) -fuzzminimizetime=500x ./origin
 	$(GO) test -run='^$$' -fuzz='^FuzzCleanPath$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
 	$(GO) test -run='^$$' -fuzz='^FuzzParseMediaTypeRule$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
 	$(GO) test -run='^$$' -fuzz='^FuzzHLS$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/rewrite

@@ -205,6 +205,7 @@ func (ls *h1Server) data(c h1Conn, in []byte, full bool) int {
 		ls.putReq(r)
 		return taken
 	case err != nil:
+		refusedMethod(&ctx.Request.Header, in)
 		ls.parseError(r, refusal(in, r.br.Size(), err))
 		return taken + len(in)
 	}
@@ -234,6 +235,18 @@ func refusal(in []byte, limit int, err error) error {
 		return fmt.Errorf("%w (HTTP/%c): %w", errVersion, '0'+major, err)
 	}
 	return err
+}
+
+// refusedMethod sets a refused request's method as its request line
+// names it, whether or not fasthttp's reader got as far as reading it
+// (bytes that arrive together or apart must get the same answer): a HEAD
+// gets its refusal without a body (RFC 9110 §9.3.2), anything else with.
+func refusedMethod(h *fasthttp.RequestHeader, in []byte) {
+	if bytes.HasPrefix(in, []byte("HEAD ")) {
+		h.SetMethod(fasthttp.MethodHead)
+	} else {
+		h.SetMethod(fasthttp.MethodGet)
+	}
 }
 
 // headerHasBareLF reports whether the header section at the start of in
