@@ -3,6 +3,7 @@ package stream
 import (
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -45,6 +46,7 @@ type Conn struct {
 
 	wbuf, copyBuf []byte
 	iov           [][]byte
+	raw           syscall.RawConn // the plain socket, for waiting without a buffer
 }
 
 // serve is the connection's goroutine: read, hand what arrived to the
@@ -81,10 +83,7 @@ func (c *Conn) serve() {
 // one under ReadTimeout, the next under IdleTimeout. false: c is done.
 func (c *Conn) read(first bool) bool {
 	cfg := &c.s.cfg
-	if c.in == nil {
-		c.in = make([]byte, 0, cfg.ReadBuffer)
-	}
-	if len(c.in) == cap(c.in) {
+	if c.in != nil && len(c.in) == cap(c.in) {
 		return true // process answers or closes
 	}
 	idle := len(c.in) == 0
@@ -107,7 +106,7 @@ func (c *Conn) read(first bool) bool {
 			return false
 		}
 	}
-	n, err := c.nc.Read(c.in[len(c.in):cap(c.in)])
+	n, err := c.readOnce(idle)
 	c.idle.Store(false)
 	if n > 0 {
 		if len(c.in) == 0 {
@@ -125,6 +124,53 @@ func (c *Conn) read(first bool) bool {
 		}
 	}
 	return false
+}
+
+// readOnce reads what has arrived into c's buffer. On a plain socket it
+// reads through the RawConn: a read that finds nothing gives an idle
+// connection's buffer back before it waits, so an idle connection holds
+// none (as on the event loops), at no extra system call. Over TLS it reads
+// through crypto/tls, which may hold plaintext already.
+func (c *Conn) readOnce(idle bool) (int, error) {
+	if c.raw == nil {
+		if sc, ok := c.nc.(*conn.TCP); ok {
+			if raw, err := sc.SyscallConn(); err == nil {
+				c.raw = raw
+			}
+		}
+	}
+	if c.raw == nil {
+		if c.in == nil {
+			c.in = c.s.getBuf()
+		}
+		return c.nc.Read(c.in[len(c.in):cap(c.in)])
+	}
+	var n int
+	var rerr error
+	err := c.raw.Read(func(fd uintptr) bool {
+		if c.in == nil {
+			c.in = c.s.getBuf()
+		}
+		n, rerr = syscall.Read(int(fd), c.in[len(c.in):cap(c.in)])
+		for rerr == syscall.EINTR {
+			n, rerr = syscall.Read(int(fd), c.in[len(c.in):cap(c.in)])
+		}
+		switch {
+		case rerr == syscall.EAGAIN:
+			if idle {
+				c.s.putBuf(c.in)
+				c.in = nil
+			}
+			return false // the netpoller waits for the socket
+		case rerr == nil && n == 0:
+			rerr = io.EOF
+		}
+		return true
+	})
+	if err != nil {
+		return 0, err // the deadline, or the socket closed
+	}
+	return max(n, 0), rerr
 }
 
 // process hands the buffered bytes to the Handler while it answers them:
@@ -232,6 +278,7 @@ func (c *Conn) close() {
 	}
 	c.closed = true
 	c.nc.Close()
+	c.s.putBuf(c.in)
 	c.in, c.wbuf, c.copyBuf = nil, nil, nil
 }
 

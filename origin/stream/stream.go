@@ -61,6 +61,22 @@ type Server struct {
 	lns      []net.Listener
 	draining atomic.Bool
 	wg       sync.WaitGroup // the connections' goroutines
+	bufs     sync.Pool      // *[]byte of cap ReadBuffer: read buffers of connections not idle
+}
+
+// getBuf returns an empty read buffer.
+func (s *Server) getBuf() []byte {
+	if b, ok := s.bufs.Get().(*[]byte); ok {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, s.cfg.ReadBuffer)
+}
+
+// putBuf gives b back, unless Grow replaced it with a larger one.
+func (s *Server) putBuf(b []byte) {
+	if cap(b) == s.cfg.ReadBuffer {
+		s.bufs.Put(&b)
+	}
 }
 
 // New returns a Server.
