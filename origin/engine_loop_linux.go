@@ -29,7 +29,7 @@ func (s *Server) newLoopServer(gl *conn.Listener) (*loopServer, error) {
 	ls := &loopServer{h1Server: s.newH1Server(gl)}
 	eng, err := loop.New(loop.Config{
 		Loops:        s.cfg.Loops,
-		ReadBuffer:   s.h1ReadBuffer(),
+		ReadBuffer:   h1FirstBuffer,
 		ReadTimeout:  s.cfg.ReadTimeout,
 		IdleTimeout:  s.cfg.IdleTimeout,
 		WriteTimeout: s.cfg.WriteTimeout,

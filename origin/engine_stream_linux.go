@@ -21,7 +21,7 @@ type streamServer struct {
 func (s *Server) newStreamServer() *streamServer {
 	ss := &streamServer{h1Server: s.newH1Server(nil)}
 	ss.srv = stream.New(stream.Config{
-		ReadBuffer:      s.h1ReadBuffer(),
+		ReadBuffer:      h1FirstBuffer,
 		ReadTimeout:     s.cfg.ReadTimeout,
 		IdleTimeout:     s.cfg.IdleTimeout,
 		WriteTimeout:    s.cfg.WriteTimeout,

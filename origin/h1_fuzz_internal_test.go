@@ -195,7 +195,7 @@ func (c *fakeConn) answer() []byte {
 
 // fuzzServer is a server over a root with a small file (inlined) and a
 // larger one, with no cold path and no watcher: the HTTP/1 layer alone.
-func fuzzServer(f *testing.F) *h1Server {
+func fuzzServer(f testing.TB) *h1Server {
 	root := f.TempDir()
 	old := time.Now().Add(-time.Hour)
 	for name, size := range map[string]int{"a.txt": 10, "big.bin": 40000} {
@@ -245,7 +245,8 @@ func FuzzRequestPath(f *testing.F) {
 		if len(raw) > 4096 {
 			return
 		}
-		size := ls.s.h1ReadBuffer()
+		// A small first buffer, so that the inputs also grow it.
+		const size = 64
 		whole := newFakeConn(t, size)
 		whole.feed(ls, raw)
 		if len(raw) == 0 && whole.out.Len() > 0 {
@@ -296,5 +297,24 @@ func checkResponses(t *testing.T, b []byte) {
 				t.Fatalf("body shorter than its Content-Length %d: %v\n%q", n, err, b)
 			}
 		}
+	}
+}
+
+// TestBufferGrowsAsBytesArrive: a request still arriving holds a buffer of
+// what it has sent, not of -max-header-bytes (1 MiB here: 2,000 such
+// connections would otherwise hold 2 GiB); one whose header outgrows the
+// first buffer is still read whole and answered.
+func TestBufferGrowsAsBytesArrive(t *testing.T) {
+	ls := fuzzServer(t)
+	ls.s.cfg.MaxHeaderBytes = 1 << 20
+	partial := newFakeConn(t, h1FirstBuffer)
+	partial.feed(ls, []byte("GET /a.txt HTTP/1.1\r\nHost: t\r\nUser-Agent: "+string(bytes.Repeat([]byte("u"), 50))+"\r\n"))
+	if partial.size != h1FirstBuffer || partial.out.Len() != 0 {
+		t.Fatalf("a 93-byte partial request: buffer %d bytes, answer %q; want %d, none", partial.size, partial.out.Bytes(), h1FirstBuffer)
+	}
+	big := newFakeConn(t, h1FirstBuffer)
+	big.feed(ls, []byte("GET /a.txt HTTP/1.1\r\nHost: t\r\nX-Pad: "+string(bytes.Repeat([]byte("p"), 20000))+"\r\n\r\n"))
+	if !bytes.HasPrefix(big.out.Bytes(), []byte("HTTP/1.1 200 OK\r\n")) || big.size < 20000 {
+		t.Fatalf("a 20 KB header: buffer %d bytes, answer %.40q; want it grown and 200", big.size, big.out.Bytes())
 	}
 }

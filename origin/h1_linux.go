@@ -77,10 +77,15 @@ func (s *Server) newH1Server(gl *conn.Listener) *h1Server {
 	return ls
 }
 
-// h1ReadBuffer is a connection's read buffer on every transport: one byte
-// more than the largest header, so that fasthttp's reader reports a
-// longer one as too large (431).
+// h1ReadBuffer is the most a connection's read buffer grows to for a
+// header on every transport: one byte more than the largest header, so
+// that fasthttp's reader reports a longer one as too large (431) or its
+// request-target too long (414). A body grows it further, up to its limit.
 func (s *Server) h1ReadBuffer() int { return max(s.cfg.MaxHeaderBytes+1, 16<<10) }
+
+// h1FirstBuffer is a connection's read buffer when a request begins: most
+// requests fit, and one that does not grows it (data).
+const h1FirstBuffer = 4 << 10
 
 // h1Timeout is the error a request that took too long is answered with
 // (408).
@@ -194,9 +199,14 @@ func (ls *h1Server) data(c h1Conn, in []byte, full bool) int {
 	case httpmsg.HasBareCR(headerBlock(in)):
 		// The same for a CR that ends no line.
 		err = errBareCR
-	case errors.Is(err, io.EOF) && !full:
+	case errors.Is(err, io.EOF) && (!full || len(in) < ls.s.h1ReadBuffer()):
 		// Only the buffer ends here (the reader over it says EOF): the
-		// header is still arriving.
+		// header is still arriving. A full buffer grows toward the
+		// limit: a connection's starts at h1FirstBuffer, so a partial
+		// request costs what has arrived, not -max-header-bytes.
+		if full {
+			c.Grow(min(2*len(in), ls.s.h1ReadBuffer()))
+		}
 		err = errNeedMore
 	}
 	rest := r.rd.Len() + r.br.Buffered()

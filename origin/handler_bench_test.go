@@ -33,6 +33,7 @@ func BenchmarkHandle(b *testing.B) {
 		cfg.Settle = 0  // written just now, complete
 		cfg.ETag = mode
 		cfg.ColdReaders = 0 // no Run: the first request hashes in place
+		cfg.ReadAhead.Readers = 0
 		s, err := New(cfg)
 		if err != nil {
 			b.Fatal(err)
