@@ -29,10 +29,12 @@ var (
 	errTransferCoding = fmt.Errorf("%w: Transfer-Encoding without chunked as its final coding", errMessage)
 	errBodyTooLarge   = errors.New("origin: request body over the limit")
 	errTargetTooLong  = errors.New("origin: request-target longer than the header buffer")
-	errMethod         = errors.New("origin: method not allowed")
-	errNotImplemented = errors.New("origin: method not recognised")
-	errVersion        = errors.New("origin: HTTP major version not supported")
-	errPrecondition   = errors.New("origin: precondition failed")
+	// errCodingNotImplemented: a transfer coding before chunked (gzip).
+	errCodingNotImplemented = errors.New("origin: transfer coding not implemented")
+	errMethod               = errors.New("origin: method not allowed")
+	errNotImplemented       = errors.New("origin: method not recognised")
+	errVersion              = errors.New("origin: HTTP major version not supported")
+	errPrecondition         = errors.New("origin: precondition failed")
 )
 
 // statusFor maps an error to the HTTP status a client gets. It is the one
@@ -164,6 +166,8 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		// than any URI it wishes to parse MUST respond with a 414 (URI
 		// Too Long) status code".
 		code = fasthttp.StatusRequestURITooLong
+	case errors.Is(err, errCodingNotImplemented):
+		code = fasthttp.StatusNotImplemented
 	}
 	s.stats.BadRequests.Add(1)
 	s.countResponse(code)

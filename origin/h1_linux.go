@@ -244,6 +244,14 @@ func refusal(in []byte, limit int, err error) error {
 		// (the HTTP/2 preface's "*" target): 505 says why.
 		return fmt.Errorf("%w (HTTP/%c): %w", errVersion, '0'+major, err)
 	}
+	if te := httpmsg.FieldList(headerBlock(in), "Transfer-Encoding"); httpmsg.CodingsBeforeChunked(te) {
+		// fasthttp refuses every coding but chunked. RFC 9112 §6.1: "A
+		// server that receives a request message with a transfer coding
+		// it does not understand SHOULD respond with 501 (Not
+		// Implemented)"; one that does not end in chunked stays 400
+		// (§6.3). Its lines make one list (RFC 9110 §5.3).
+		return fmt.Errorf("%w (%q): %w", errCodingNotImplemented, te, err)
+	}
 	return err
 }
 

@@ -64,7 +64,8 @@ func TestHostileRequests(t *testing.T) {
 		{"negative content-length", "GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: -5\r\n\r\n", "400"},
 		{"space before colon", "GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length : 5\r\n\r\nhello", "400"},
 		{"unknown transfer-encoding", "GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: xchunked\r\nContent-Length: 3\r\n\r\nabc", "400"},
-		{"gzip, chunked", "GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "400"},
+		// RFC 9112 §6.1: a coding the server does not understand, SHOULD 501.
+		{"gzip, chunked", "GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n", "501"},
 		// A body on GET is read and discarded; the next request is answered.
 		{"body on get", "GET /a.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "200,200"},
 		{"chunked body on get", "GET /a.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nGET /a.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", "200,200"},

@@ -180,3 +180,20 @@ func testTransferEncodingEmptyElements(t *testing.T, mode serverMode) {
 		mustBody(t, c.read("GET"), []byte("0123456789"), "the request after it")
 	}
 }
+
+// TestTransferCodingNotImplemented: RFC 9112 §6.1, "A server that
+// receives a request message with a transfer coding it does not
+// understand SHOULD respond with 501 (Not Implemented)"; the lines of the
+// field are one list (RFC 9110 §5.3).
+func TestTransferCodingNotImplemented(t *testing.T) { everyMode(t, testTransferCodingNotImplemented) }
+
+func testTransferCodingNotImplemented(t *testing.T, mode serverMode) {
+	ts := messageRoot(t, mode)
+	for _, fields := range []string{"Transfer-Encoding: gzip, chunked\r\n", "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n"} {
+		r, c := rawRequest(t, ts, "GET /a.txt HTTP/1.1\r\nHost: t\r\n"+fields+"\r\n0\r\n\r\n")
+		mustStatus(t, r, 501, fields)
+		if !closedByServer(c) {
+			t.Errorf("%q: connection kept open after 501, want closed", fields)
+		}
+	}
+}

@@ -72,3 +72,19 @@ func tidyList(v []byte) (changed bool) {
 	}
 	return changed
 }
+
+// CodingsBeforeChunked reports whether a Transfer-Encoding value is a list
+// that ends in chunked with other codings before it ("gzip, chunked"):
+// framed, but by codings an origin that serves files does not implement.
+// Empty elements do not count (RFC 9110 §5.6.1).
+func CodingsBeforeChunked(v []byte) bool {
+	var last []byte
+	n := 0
+	for e := range bytes.SplitSeq(v, []byte(",")) {
+		if e = bytes.TrimSpace(e); len(e) > 0 {
+			last = e
+			n++
+		}
+	}
+	return n > 1 && bytes.EqualFold(last, []byte("chunked"))
+}

@@ -109,3 +109,19 @@ func FuzzTidyTransferEncoding(f *testing.F) {
 		}
 	})
 }
+
+func TestCodingsBeforeChunked(t *testing.T) {
+	for v, want := range map[string]bool{
+		"chunked":          false,
+		"gzip, chunked":    true,
+		"gzip,,Chunked":    true,
+		"chunked, gzip":    false,
+		", chunked":        false,
+		"deflate,chunked ": true,
+		"identity":         false,
+	} {
+		if got := CodingsBeforeChunked([]byte(v)); got != want {
+			t.Errorf("CodingsBeforeChunked(%q) = %v, want %v", v, got, want)
+		}
+	}
+}

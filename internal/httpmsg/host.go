@@ -139,6 +139,20 @@ func FieldValue(raw []byte, name string) ([]byte, bool) {
 	return nil, false
 }
 
+// FieldList returns the values of every raw field line for the field
+// named name joined in order by ", ": the one list they make (RFC 9110
+// §5.3). It allocates: for refusals, not for every request.
+func FieldList(raw []byte, name string) []byte {
+	var list []byte
+	for v := range fieldValues(raw, name) {
+		if list != nil {
+			list = append(list, ", "...)
+		}
+		list = append(list, bytes.Trim(v, " \t\r")...)
+	}
+	return list
+}
+
 // fieldValues yields the value, as received, of each raw field line for
 // the field named name.
 func fieldValues(raw []byte, name string) iter.Seq[[]byte] {

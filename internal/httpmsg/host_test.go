@@ -88,3 +88,13 @@ func FuzzValidHost(f *testing.F) {
 		}
 	})
 }
+
+func TestFieldList(t *testing.T) {
+	raw := []byte("Host: t\r\nTransfer-Encoding: gzip \r\nX: y\r\ntransfer-encoding: chunked\r\n")
+	if got := string(FieldList(raw, "Transfer-Encoding")); got != "gzip, chunked" {
+		t.Errorf("FieldList(Transfer-Encoding) = %q, want %q", got, "gzip, chunked")
+	}
+	if got := FieldList(raw, "Range"); got != nil {
+		t.Errorf("FieldList(Range) = %q, want nil", got)
+	}
+}
