@@ -149,22 +149,11 @@ func (ls *h1Server) data(c h1Conn, in []byte, full bool) int {
 	st := c.State().(*h1ConnState)
 	taken := 0
 	if st.proxyPending {
-		n, remote, err := ls.ln.TakeProxy(st.trusted, c.RemoteAddr(), &st.key, in)
-		if errors.Is(err, clientaddr.ErrIncomplete) && !full {
-			return 0
-		}
-		if err != nil {
-			c.Abort(false)
-			return 0
-		}
-		st.proxyPending = false
-		if remote != nil {
-			c.SetRemote(remote)
-		}
-		taken, in = n, in[n:]
-		if len(in) == 0 {
+		var ok bool
+		if taken, ok = ls.takeProxy(c, st, in, full); !ok || taken == len(in) {
 			return taken
 		}
+		in = in[taken:]
 	}
 	r := ls.getReq(c)
 	ctx := &r.ctx
@@ -227,6 +216,26 @@ func (ls *h1Server) data(c h1Conn, in []byte, full bool) int {
 	st.reqs++
 	ls.serveRequest(r)
 	return taken + len(in) - rest
+}
+
+// takeProxy reads the PROXY header a trusted proxy sends first (the
+// loops; the stream transport's listener reads it itself): the bytes it
+// took, and false when the request cannot go on yet (the header is
+// incomplete) or at all (c is closed).
+func (ls *h1Server) takeProxy(c h1Conn, st *h1ConnState, in []byte, full bool) (int, bool) {
+	n, remote, err := ls.ln.TakeProxy(st.trusted, c.RemoteAddr(), &st.key, in)
+	if errors.Is(err, clientaddr.ErrIncomplete) && !full {
+		return 0, false
+	}
+	if err != nil {
+		c.Abort(false)
+		return 0, false
+	}
+	st.proxyPending = false
+	if remote != nil {
+		c.SetRemote(remote)
+	}
+	return n, true
 }
 
 // refusal names what is wrong with a request that cannot be parsed, for
