@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"segorigin/origin/wire"
 )
 
 // Config configures an Engine.
@@ -39,24 +41,9 @@ type Config struct {
 	Stats *Stats
 }
 
-// Handler is what an Engine calls on a loop's thread.
-type Handler interface {
-	// Accept is called for a new connection; false closes it at once.
-	Accept(c *Conn) bool
-	// Data is called when c has unread bytes in (at least one), no
-	// response in flight and is not parked. It returns how many bytes of
-	// in it consumed; 0 means in holds no whole request yet, and the
-	// loop reads more (full says in is at its capacity: the Handler must
-	// answer, Grow, or the connection closes). A Handler that starts a
-	// response calls c.Send, now or later after c.Park.
-	Data(c *Conn, in []byte, full bool) int
-	// Timeout is called when c waited too long for a request (reading
-	// says the request had begun). The connection closes after it; the
-	// Handler may Send a last response first.
-	Timeout(c *Conn, reading bool)
-	// Closed is called once when c is closed.
-	Closed(c *Conn)
-}
+// Handler is what an Engine calls on a loop's thread: the HTTP/1 layer,
+// as every transport calls it (wire.Handler).
+type Handler = wire.Handler[*Conn]
 
 // Engine serves one listening socket with Config.Loops event loops.
 type Engine struct {

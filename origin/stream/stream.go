@@ -12,23 +12,10 @@ import (
 	"segorigin/origin/wire"
 )
 
-// Handler is the HTTP/1 layer, as the transport calls it. The calls for
-// one connection come from its goroutine, one at a time.
-type Handler interface {
-	// Accept is called for a new connection; false closes it at once.
-	Accept(c *Conn) bool
-	// Data is called when c has unread bytes in, no response in flight
-	// and is not parked; it returns how many bytes it consumed (0: no
-	// whole request yet; full says in is at its capacity, and the
-	// Handler must answer, Grow, or the connection closes).
-	Data(c *Conn, in []byte, full bool) int
-	// Timeout is called when c waited too long for a request (reading
-	// says one had begun); the connection closes after it, and a
-	// response the Handler Sends first is sent.
-	Timeout(c *Conn, reading bool)
-	// Closed is called once when c is closed.
-	Closed(c *Conn)
-}
+// Handler is the HTTP/1 layer, as every transport calls it
+// (wire.Handler); the calls for one connection come from its goroutine,
+// one at a time.
+type Handler = wire.Handler[*Conn]
 
 // Config is a Server's configuration.
 type Config struct {

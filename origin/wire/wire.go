@@ -72,3 +72,23 @@ func (r *Response) Total() int64 {
 // being sent); the connection closes rather than send fewer bytes than
 // announced.
 var ErrTruncated = errors.New("wire: file shorter than the span announced")
+
+// Handler is the HTTP/1 layer as a transport calls it, for its connection
+// type C. The calls for one connection never overlap.
+type Handler[C any] interface {
+	// Accept is called for a new connection; false closes it at once.
+	Accept(c C) bool
+	// Data is called when c has unread bytes in (at least one), no
+	// response in flight and is not parked. It returns how many bytes of
+	// in it consumed; 0 means in holds no whole request yet, and the
+	// transport reads more (full says in is at its capacity: the Handler
+	// must answer, Grow, or the connection closes). A Handler that starts
+	// a response calls c.Send, now or later after c.Park.
+	Data(c C, in []byte, full bool) int
+	// Timeout is called when c waited too long for a request (reading
+	// says the request had begun). The connection closes after it; the
+	// Handler may Send a last response first.
+	Timeout(c C, reading bool)
+	// Closed is called once when c is closed.
+	Closed(c C)
+}
