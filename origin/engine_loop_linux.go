@@ -86,6 +86,7 @@ func (ls *loopServer) Timeout(c *loop.Conn, reading bool) { ls.timeout(c, readin
 
 // Closed gives the connection's place back to the gate.
 func (ls *loopServer) Closed(c *loop.Conn) {
+	ls.dropPending(c)
 	if st, ok := c.State().(*h1ConnState); ok {
 		ls.ln.Release(st.key)
 	}

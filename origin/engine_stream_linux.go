@@ -56,8 +56,9 @@ func (ss *streamServer) Data(c *stream.Conn, in []byte, full bool) int { return 
 // Timeout answers a request that did not arrive in time with 408.
 func (ss *streamServer) Timeout(c *stream.Conn, reading bool) { ss.timeout(c, reading) }
 
-// Closed: the connection's Close gives its place back to the gate.
-func (ss *streamServer) Closed(*stream.Conn) {}
+// Closed: the connection's Close gives its place back to the gate; a
+// request still waiting for its body goes back to the pool.
+func (ss *streamServer) Closed(c *stream.Conn) { ss.dropPending(c) }
 
 // connServer serves the listeners the loops do not.
 type connServer interface {

@@ -96,6 +96,7 @@ func (h1Timeout) Timeout() bool { return true }
 
 // timeout answers a request that did not arrive in time with 408.
 func (ls *h1Server) timeout(c h1Conn, reading bool) {
+	ls.dropPending(c)
 	if !reading {
 		return
 	}
@@ -111,6 +112,14 @@ type h1ConnState struct {
 	proxyPending bool   // the first bytes may be a PROXY header
 	continued    bool   // 100 Continue sent for the request being read
 	reqs         int    // requests read on the connection
+
+	// pending is a request whose header is parsed and whose body is
+	// still arriving (its header the first pendingHdr bytes, its chunked
+	// body scanned as far as chunks says): the next bytes resume it
+	// rather than parse the header again.
+	pending    *h1Req
+	pendingHdr int
+	chunks     httpmsg.ChunkedProgress
 }
 
 // h1Req is one request in progress: the parsed request and its answer,
@@ -155,6 +164,44 @@ func (ls *h1Server) data(c h1Conn, in []byte, full bool) int {
 		}
 		in = in[taken:]
 	}
+	r, err := ls.readRequest(c, st, in, full)
+	ctx := &r.ctx
+	rest := r.rd.Len() + r.br.Buffered()
+	switch {
+	case errors.Is(err, errNeedMore):
+		if st.pending != r {
+			ls.putReq(r)
+		}
+		return taken
+	case err != nil:
+		refusedMethod(&ctx.Request.Header, in)
+		ls.parseError(r, refusal(in, r.br.Size(), err))
+		return taken + len(in)
+	}
+	st.continued, st.chunks = false, httpmsg.ChunkedProgress{}
+	if err := r.uri.Parse(ctx.Request.Header.Host(), ctx.Request.Header.RequestURI()); err != nil {
+		ls.parseError(r, err)
+		return taken + len(in)
+	}
+	st.reqs++
+	ls.serveRequest(r)
+	return taken + len(in) - rest
+}
+
+// readRequest reads the request at the start of in: its header (parsed
+// again only if it did not arrive whole before) and past its body.
+// errNeedMore: more bytes are needed (st.pending holds the request when
+// its header is parsed).
+func (ls *h1Server) readRequest(c h1Conn, st *h1ConnState, in []byte, full bool) (*h1Req, error) {
+	if r := st.pending; r != nil {
+		st.pending = nil
+		r.rd.Reset(in)
+		r.br.Reset(&r.rd)
+		if _, err := r.br.Discard(st.pendingHdr); err != nil {
+			return r, fmt.Errorf("origin: the %d-byte header of a pending request: %w", st.pendingHdr, err)
+		}
+		return r, ls.readBody(r, st, in, st.pendingHdr, full)
+	}
 	r := ls.getReq(c)
 	ctx := &r.ctx
 	r.rd.Reset(in)
@@ -198,24 +245,7 @@ func (ls *h1Server) data(c h1Conn, in []byte, full bool) int {
 		}
 		err = errNeedMore
 	}
-	rest := r.rd.Len() + r.br.Buffered()
-	switch {
-	case errors.Is(err, errNeedMore):
-		ls.putReq(r)
-		return taken
-	case err != nil:
-		refusedMethod(&ctx.Request.Header, in)
-		ls.parseError(r, refusal(in, r.br.Size(), err))
-		return taken + len(in)
-	}
-	st.continued = false
-	if err := r.uri.Parse(ctx.Request.Header.Host(), ctx.Request.Header.RequestURI()); err != nil {
-		ls.parseError(r, err)
-		return taken + len(in)
-	}
-	st.reqs++
-	ls.serveRequest(r)
-	return taken + len(in) - rest
+	return r, err
 }
 
 // takeProxy reads the PROXY header a trusted proxy sends first (the
@@ -249,8 +279,9 @@ func refusal(in []byte, limit int, err error) error {
 		return fmt.Errorf("%w (%d bytes without a line end)", errTargetTooLong, len(in))
 	}
 	if major, ok := httpmsg.RequestLineMajor(in); ok && major != 1 {
-		// Refused for something else before the version was read
-		// (the HTTP/2 preface's "*" target): 505 says why.
+		// Refused for something else (the HTTP/2 preface's "*" target,
+		// or a fault after a whole request line): 505 says why, whatever
+		// else follows it, as soon as the line has arrived.
 		return fmt.Errorf("%w (HTTP/%c): %w", errVersion, '0'+major, err)
 	}
 	if te := httpmsg.FieldList(headerBlock(in), "Transfer-Encoding"); httpmsg.CodingsBeforeChunked(te) {
@@ -318,7 +349,7 @@ func (ls *h1Server) readBody(r *h1Req, st *h1ConnState, in []byte, hdrLen int, f
 		return errBodyTooLarge
 	case cl == -1:
 		var err error
-		n, err = httpmsg.ScanChunked(in[hdrLen:], maxRequestBody, maxChunkedEncoded)
+		n, st.chunks, err = httpmsg.ScanChunkedFrom(in[hdrLen:], st.chunks, maxRequestBody, maxChunkedEncoded)
 		switch {
 		case errors.Is(err, httpmsg.ErrBodyTooLarge):
 			return errBodyTooLarge
@@ -328,14 +359,14 @@ func (ls *h1Server) readBody(r *h1Req, st *h1ConnState, in []byte, hdrLen int, f
 			}
 			// Room to grow, up to the limit and its framing.
 			r.c.Grow(min(2*len(in), hdrLen+maxChunkedEncoded+2))
-			return ls.waitBody(r, st)
+			return ls.waitBody(r, st, hdrLen)
 		case err != nil:
 			return err
 		}
 	case cl > 0:
 		if len(in)-hdrLen < cl {
 			r.c.Grow(hdrLen + cl)
-			return ls.waitBody(r, st)
+			return ls.waitBody(r, st, hdrLen)
 		}
 		n = cl
 	}
@@ -346,15 +377,26 @@ func (ls *h1Server) readBody(r *h1Req, st *h1ConnState, in []byte, hdrLen int, f
 }
 
 // waitBody: the body is still arriving. A client that waits for 100
-// Continue before sending it is told to go on, once per request.
-func (ls *h1Server) waitBody(r *h1Req, st *h1ConnState) error {
+// Continue before sending it is told to go on, once per request; the
+// request waits in st.pending for the rest.
+func (ls *h1Server) waitBody(r *h1Req, st *h1ConnState, hdrLen int) error {
 	if r.ctx.Request.MayContinue() && !st.continued {
 		st.continued = true
 		if err := r.c.WriteNow(continueLine); err != nil {
 			return err
 		}
 	}
+	st.pending, st.pendingHdr = r, hdrLen
 	return errNeedMore
+}
+
+// dropPending gives back a request that was waiting for its body when its
+// connection timed out or closed.
+func (ls *h1Server) dropPending(c h1Conn) {
+	if st, ok := c.State().(*h1ConnState); ok && st.pending != nil {
+		ls.putReq(st.pending)
+		st.pending, st.chunks = nil, httpmsg.ChunkedProgress{}
+	}
 }
 
 // maxRequestBody is the largest request body read (and discarded): the

@@ -36,41 +36,59 @@ var (
 // reads from a bufio.Reader, where this is a pure function that an event
 // loop calls on what it has buffered.
 func ScanChunked(b []byte, maxData, maxEncoded int64) (int, error) {
-	var data int64
-	off := 0
+	n, _, err := ScanChunkedFrom(b, ChunkedProgress{}, maxData, maxEncoded)
+	return n, err
+}
+
+// ChunkedProgress is how far a scan of an incomplete chunked body got:
+// the chunk boundary it reached and the chunk data before it. A scan of
+// the same body with more bytes may start there (ScanChunkedFrom), so a
+// body that arrives a byte at a time is not read again from its start at
+// every byte.
+type ChunkedProgress struct {
+	Off  int   // a chunk boundary: where a chunk-size line starts
+	Data int64 // chunk data before Off
+}
+
+// ScanChunkedFrom is ScanChunked resumed at p, the progress an earlier
+// scan of a prefix of b reported with ErrIncomplete (the zero value: from
+// the start). It returns the progress to resume from next time.
+func ScanChunkedFrom(b []byte, p ChunkedProgress, maxData, maxEncoded int64) (int, ChunkedProgress, error) {
+	data, off := p.Data, p.Off
 	for {
 		if int64(off) > maxEncoded {
-			return 0, ErrBodyTooLarge
+			return 0, p, ErrBodyTooLarge
 		}
+		p = ChunkedProgress{Off: off, Data: data}
 		size, n, err := chunkSizeLine(b[off:])
 		if err != nil {
-			return 0, err
+			return 0, p, err
 		}
 		off += n
 		if size == 0 {
 			n, err := trailerSection(b[off:])
 			if err != nil {
-				return 0, err
+				return 0, p, err
 			}
 			if int64(off+n) > maxEncoded {
-				return 0, ErrBodyTooLarge
+				return 0, p, ErrBodyTooLarge
 			}
-			return off + n, nil
+			return off + n, p, nil
 		}
 		data += size
 		if data > maxData {
-			return 0, ErrBodyTooLarge
+			return 0, p, ErrBodyTooLarge
 		}
 		// chunk-data CRLF
 		if int64(len(b)-off) < size+2 {
 			if int64(len(b)-off) > size && b[off+int(size)] != '\r' {
-				return 0, fmt.Errorf("%w: chunk data not followed by CRLF", ErrBadChunk)
+				return 0, p, fmt.Errorf("%w: chunk data not followed by CRLF", ErrBadChunk)
 			}
-			return 0, ErrIncomplete
+			return 0, p, ErrIncomplete
 		}
 		end := off + int(size)
 		if b[end] != '\r' || b[end+1] != '\n' {
-			return 0, fmt.Errorf("%w: chunk data not followed by CRLF", ErrBadChunk)
+			return 0, p, fmt.Errorf("%w: chunk data not followed by CRLF", ErrBadChunk)
 		}
 		off = end + 2
 	}

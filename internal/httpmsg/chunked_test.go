@@ -103,3 +103,26 @@ func FuzzScanChunked(f *testing.F) {
 		}
 	})
 }
+
+// FuzzScanChunkedFrom: a scan resumed at the progress a prefix reported
+// answers as a scan from the start does, for every split.
+func FuzzScanChunkedFrom(f *testing.F) {
+	for _, tt := range chunkedTests {
+		f.Add([]byte(tt.raw), uint16(3))
+	}
+	f.Fuzz(func(t *testing.T, b []byte, split uint16) {
+		at := int(split) % (len(b) + 1)
+		_, p, err := ScanChunkedFrom(b[:at], ChunkedProgress{}, 64<<10, 1<<20)
+		if !errors.Is(err, ErrIncomplete) {
+			return
+		}
+		if p.Off > at || p.Data < 0 {
+			t.Fatalf("progress %+v past the %d bytes scanned", p, at)
+		}
+		n1, _, err1 := ScanChunkedFrom(b, p, 64<<10, 1<<20)
+		n2, err2 := ScanChunked(b, 64<<10, 1<<20)
+		if n1 != n2 || (err1 == nil) != (err2 == nil) || errors.Is(err1, ErrIncomplete) != errors.Is(err2, ErrIncomplete) {
+			t.Fatalf("resumed at %+v: %d, %v; from the start: %d, %v", p, n1, err1, n2, err2)
+		}
+	})
+}

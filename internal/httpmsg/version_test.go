@@ -16,7 +16,10 @@ var requestLineMajorTests = []struct {
 	{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 2, true},
 	{"HTTP/3.0", "GET / HTTP/3.0\r\n", 3, true},
 	{"line not complete", "PRI * HTTP/2.0", 0, false},
-	{"bare LF", "PRI * HTTP/2.0\n", 2, true},
+	{"bare LF", "PRI * HTTP/2.0\n", 0, false},
+	{"a CR in the line", "\r HTTP/0.0\r\n", 0, false},
+	{"method not a token", "G(T / HTTP/2.0\r\n", 0, false},
+	{"two spaces", "GET  / HTTP/2.0\r\n", 0, false},
 	{"no version", "GET /\r\n", 0, false},
 	{"lower case", "GET / http/2.0\r\n", 0, false},
 	{"two digits", "GET / HTTP/10.0\r\n", 0, false},
@@ -44,8 +47,10 @@ func FuzzRequestLineMajor(f *testing.F) {
 		if !ok {
 			return
 		}
-		line, _, _ := bytes.Cut(raw, []byte("\n"))
-		line = bytes.TrimSuffix(line, []byte("\r"))
+		line, _, crlf := bytes.Cut(raw, []byte("\r\n"))
+		if !crlf || bytes.IndexByte(line, '\n') >= 0 {
+			t.Fatalf("RequestLineMajor(%q) = %d, true for a line that does not end in CRLF", raw, major)
+		}
 		suffix := []byte(" HTTP/" + string('0'+major) + ".")
 		if major > 9 || len(line) < len(suffix)+1 || !bytes.Equal(line[len(line)-len(suffix)-1:len(line)-1], suffix) ||
 			!isDigit(line[len(line)-1]) {
