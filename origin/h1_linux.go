@@ -334,12 +334,15 @@ var errNeedMore = errors.New("origin: request incomplete")
 // reads anywhere reads as it would whole.
 func (ls *h1Server) readBody(r *h1Req, st *h1ConnState, in []byte, hdrLen int, full bool) error {
 	req := &r.ctx.Request
-	if err := checkTransferCoding(&req.Header); err != nil {
-		// With "identity" dropped, a Content-Length beside it would
-		// have the layer wait for a body the request never framed.
-		return err
-	}
 	cl := req.Header.ContentLength()
+	if cl > 0 {
+		// fasthttp drops "identity": a Content-Length beside it would
+		// have the layer wait for a body the request never framed.
+		// (Without a body to wait for, checkMessage refuses it.)
+		if err := checkTransferCoding(&req.Header); err != nil {
+			return err
+		}
+	}
 	var n int
 	switch {
 	case cl > maxRequestBody:
