@@ -44,9 +44,6 @@ func parityTransports(t *testing.T) []parityTransport {
 	}
 }
 
-// fastTransports are the transports built on fasthttp's request reader.
-var fastTransports = []string{"fasthttp", "TLS1.3", "TLS1.3-ktls-emulated"}
-
 // parityCase is one connection's bytes; the last request on it ends so
 // that the server closes and the whole answer can be read. "%ETAG%" is
 // replaced by the ETag the same server gave /a.txt in "GET small".
@@ -97,32 +94,13 @@ func parityCases() []parityCase {
 	}
 }
 
-// divergence is a difference between the loop engine and other
-// transports that docs/http.md documents (none today: every transport
-// drives one HTTP/1 layer). Each is checked
-// to hold exactly as described, so an entry must go the day the
-// transports converge.
-type divergence struct {
-	reason string
-	doc    string   // the docs/http.md row
-	differ []string // the transports that answer unlike the loop
-	// The statuses the loop and the differing transports answer
-	// (statuses()), when they differ.
-	loop, fast string
-	// fastWaits: the differing transports answer only after -read-timeout.
-	fastWaits bool
-}
-
-var knownDivergence = map[string]divergence{}
-
-// parityReadTimeout is every server's -read-timeout: the bare LF case
-// waits for it on the fasthttp side.
+// parityReadTimeout is every server's -read-timeout, short: no case may
+// wait for it.
 const parityReadTimeout = time.Second
 
 // parityResult is what one case did on one transport.
 type parityResult struct {
 	answer  []byte
-	took    time.Duration
 	counts  map[string]int64 // Stats deltas, excluded fields left out
 	access  []string         // access log lines, normalised
 	lingers bool             // the server held the connection once it had answered
@@ -131,8 +109,7 @@ type parityResult struct {
 // TestParity drives the same scripted requests through every transport
 // and compares the answers byte for byte (Date, an interim 100 Continue
 // and the multipart boundary aside), the counters each case moved, and
-// its access log lines. The transports named in knownDivergence for a
-// case are compared among themselves, and the divergence must still hold.
+// its access log lines: every transport must do what the loop does.
 func TestParity(t *testing.T) {
 	old := time.Now().Add(-time.Hour).Truncate(time.Second)
 	cases := parityCases()
@@ -149,27 +126,10 @@ func TestParity(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			byTr := results[c.name]
-			d := knownDivergence[c.name]
-			var same []string
-			for _, tr := range transports {
-				if !slices.Contains(d.differ, tr.name) {
-					same = append(same, tr.name)
-				}
-			}
-			for _, g := range [][]string{same, d.differ} {
-				for _, n := range g[min(1, len(g)):] {
-					sameParity(t, g[0], byTr[g[0]], n, byTr[n])
-				}
-			}
-			for _, n := range d.differ {
-				checkDivergence(t, d, byTr["loop"], n, byTr[n])
+			for _, tr := range transports[1:] {
+				sameParity(t, transports[0].name, byTr[transports[0].name], tr.name, byTr[tr.name])
 			}
 		})
-	}
-	for name := range knownDivergence {
-		if !slices.ContainsFunc(cases, func(c parityCase) bool { return c.name == name }) {
-			t.Errorf("knownDivergence[%q]: no such case", name)
-		}
 	}
 }
 
@@ -222,7 +182,6 @@ func parityExchange(t *testing.T, ts *testServer, raw string, watchLinger bool) 
 	t.Helper()
 	open := func() int64 { return ts.srv.Stats().ConnsOpen }
 	c := ts.dial()
-	start := time.Now()
 	if _, err := io.WriteString(c.conn, raw); err != nil {
 		t.Fatalf("write: %v", err)
 	}
@@ -231,7 +190,7 @@ func parityExchange(t *testing.T, ts *testServer, raw string, watchLinger bool) 
 	if err != nil && len(got) == 0 {
 		t.Fatalf("reading the answer: %v", err)
 	}
-	r := parityResult{answer: normaliseBoundary(normalise(got)), took: time.Since(start)}
+	r := parityResult{answer: normaliseBoundary(normalise(got))}
 	if watchLinger {
 		// The answer ended (EOF) while the server, lingering for up
 		// to 5 s, still holds the connection.
@@ -357,22 +316,5 @@ func sameParity(t *testing.T, na string, a parityResult, nb string, b parityResu
 	}
 	if !slices.Equal(a.access, b.access) {
 		t.Errorf("%s and %s log differently:\n%s: %q\n%s: %q", na, nb, na, a.access, nb, b.access)
-	}
-}
-
-// checkDivergence: the documented difference still holds.
-func checkDivergence(t *testing.T, d divergence, loop parityResult, name string, fast parityResult) {
-	t.Helper()
-	if d.loop != "" || d.fast != "" {
-		if got := statuses(string(loop.answer)); got != d.loop {
-			t.Errorf("known divergence (%s): loop answers %q, want %q", d.doc, got, d.loop)
-		}
-		if got := statuses(string(fast.answer)); got != d.fast {
-			t.Errorf("known divergence (%s): %s answers %q, want %q", d.doc, name, got, d.fast)
-		}
-	}
-	if d.fastWaits && (loop.took >= parityReadTimeout || fast.took < parityReadTimeout) {
-		t.Errorf("known divergence (%s): loop took %v, %s %v; want the loop under the read timeout (%v) and %[3]s at least it",
-			d.doc, loop.took, name, fast.took, parityReadTimeout)
 	}
 }
