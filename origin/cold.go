@@ -23,10 +23,6 @@ const coldWindow = 4 << 20
 // time it is checked).
 const coldFirstWindow = 256 << 10
 
-// errWouldBlock: a step asked not to block (plan.noBlock) would have had
-// to. Never answered: the engine retries where blocking is allowed.
-var errWouldBlock = errors.New("origin: would block")
-
 // ColdCounters count the cold-read path: how often a span to be sent was
 // resident already, and how often it had to wait for a pool reader.
 type ColdCounters[C any] struct {
@@ -47,40 +43,40 @@ type ColdCounters[C any] struct {
 // with a body it makes the first window of the first span resident, so
 // that the response can still be refused with 503 before its header
 // leaves, and tells read-ahead what was asked for (and what authorized
-// it: g). Later windows are made resident by the body stream (sendSpan).
+// it: p.g). Later windows are made resident by the body stream (sendSpan).
 //
 // With p.noBlock a first window that is not resident is not waited for:
-// p.wouldBlock is set and nothing is counted, for the engine to ask again
-// from a goroutine that may wait.
-func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan, k kind, h *cache.Handle, spans []ranges.Span, g grant) error {
+// the step suspends, having counted nothing, to be run again where it may
+// wait.
+func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	h, k := p.h, p.mt.kind
 	if s.cold == nil || !ctx.IsGet() {
-		return nil
+		return stepNext
 	}
 	// The pool, the read-ahead and the body stream keep the name: the
 	// cache's own copy.
 	name := h.Name
 	sp := ranges.Span{Start: 0, Length: h.Size}
-	if len(spans) > 0 {
-		sp = spans[0]
+	if len(p.spans) > 0 {
+		sp = p.spans[0]
 	}
 	if sp.Length == 0 {
-		return nil
+		return stepNext
 	}
 	if h.Bytes != nil {
 		// Inlined: the body is in memory, no page to wait for and no
 		// residency syscall (one send per small response).
 		if s.ra != nil {
-			s.ra.served(ctx, name, k, h, sp, true, g)
+			s.ra.served(ctx, name, k, h, sp, true, p.g)
 		}
-		return nil
+		return stepNext
 	}
 	first := ranges.Span{Start: sp.Start, Length: min(sp.Length, coldFirstWindow)}
 	var resident bool
 	var err error
 	if p.noBlock {
 		if resident, err = coldread.Resident(h.Fd(), first.Start, first.Length, h.Size); err != nil || !resident {
-			p.wouldBlock = true
-			return errWouldBlock
+			return stepSuspend
 		}
 		s.stats.Cold.Checked[k].Add(1)
 	} else {
@@ -92,12 +88,13 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan, k kind, h *cache.
 	}
 	if err != nil {
 		s.stats.Cold.Refused.Add(1)
-		return err
+		s.fail(ctx, err)
+		return stepAnswered
 	}
 	if s.ra != nil {
-		s.ra.served(ctx, name, k, h, sp, resident, g)
+		s.ra.served(ctx, name, k, h, sp, resident, p.g)
 	}
-	return nil
+	return stepNext
 }
 
 // ensureResident returns once sp of h is in the page cache, waiting for a

@@ -7,16 +7,19 @@
 //
 // # Engines
 //
-// The handler makes a plan of each request (handler.go): status and
-// fields in fasthttp's Response, a file body as handle, spans and
-// multipart framing. Two engines render plans: fasthttp's server (HTTPS,
-// and plain HTTP with -engine fasthttp), through the body stream below;
-// and the event loops of origin/loop (plain HTTP, the default on Linux),
-// through engine_loop_linux.go, which parses requests with fasthttp's
-// RequestHeader, makes the plan on the loop with noBlock (cache hits only,
-// a resident first window) and on a goroutine when it would block, and
-// sends it as a wire.Response (sendmsg of header and inline body, or
-// MSG_MORE header then sendfile per span).
+// The handler makes a plan of each request (handler.go, steps.go): status
+// and fields in fasthttp's Response, a file body as handle, spans and
+// multipart framing. On Linux one HTTP/1 layer (h1_linux.go) drives every
+// connection: it parses requests with fasthttp's RequestHeader, makes the
+// plan, and hands it to a transport as a wire.Response. Two transports
+// move its bytes: the event loops of origin/loop (plain HTTP, the
+// default; engine_loop_linux.go) and a goroutine per connection of
+// origin/stream (HTTPS, and -engine fasthttp; engine_stream_linux.go).
+// The file steps (fileSteps in steps.go) run on the loop with noBlock
+// (cache hits only, a resident first window); a step that would block
+// suspends, and the request resumes at that step on a goroutine. Other
+// systems serve with fasthttp's server (engine_other.go), through the
+// body stream below.
 //
 // # Request path
 //

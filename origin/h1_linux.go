@@ -27,7 +27,7 @@ import (
 // buffered (data), and it parses them with fasthttp's RequestHeader (its
 // framing and smuggling rules, and the refusals of internal/httpmsg),
 // reads past a request body, answers with the plan the handler makes
-// (resolve, serveName) as a wire.Response, and keeps the connection's
+// (resolve, then the file steps: advance) as a wire.Response, and keeps the connection's
 // rules: keep-alive and Connection, -max-requests-per-conn, 100 Continue,
 // pipelining, the PROXY header of a trusted proxy, the lingering close
 // after a refusal, the cold path's window gate, and the one accounting
@@ -129,10 +129,7 @@ type h1Req struct {
 	ls      *h1Server
 	c       h1Conn
 	ctx     fasthttp.RequestCtx
-	p       plan
-	rh      reqHeaders
-	g       grant
-	name    reqName // over scratch
+	p       plan // its name is over scratch
 	scratch pathBuf
 	rd      bytes.Reader
 	br      *bufio.Reader
@@ -413,39 +410,37 @@ const (
 
 var continueLine = []byte("HTTP/1.1 100 Continue\r\n\r\n")
 
-// serveRequest builds the plan on the loop; where that would block it
-// parks the connection and finishes on a goroutine.
+// serveRequest builds the plan on the loop; where a step would block it
+// parks the connection and the plan is finished on a goroutine.
 func (ls *h1Server) serveRequest(r *h1Req) {
 	s := ls.s
 	ctx := &r.ctx
 	p := &r.p
 	*p = plan{noBlock: true}
-	r.rh = reqHeaders{}
-	name, g, ok := s.resolve(ctx, &r.rh, &r.scratch)
-	if !ok {
+	var ok bool
+	if p.name, p.g, ok = s.resolve(ctx, &p.rh, &r.scratch); !ok {
 		p.kind = kindOther
 		ls.render(r)
 		return
 	}
-	s.serveName(ctx, p, name, &r.rh, g)
+	s.advance(ctx, p)
 	if !p.wouldBlock {
 		ls.render(r)
 		return
 	}
-	// name aliases r.scratch, which r keeps until the answer is done.
-	r.name, r.g = name, g
+	// p.name aliases r.scratch, which r keeps until the answer is done.
 	r.c.Park()
 	ls.offloads.Add(1)
 	go r.offload()
 }
 
-// offload makes the plan where blocking is allowed, then hands it back to
-// the connection's loop. Its owner is the h1Server (offloads); it ends
-// when serveName returns.
+// offload finishes the plan where blocking is allowed, from the step that
+// suspended, then hands it back to the connection's loop. Its owner is
+// the h1Server (offloads); it ends when advance returns.
 func (r *h1Req) offload() {
 	defer r.ls.offloads.Done()
-	r.p.noBlock, r.p.wouldBlock = false, false
-	r.ls.s.serveName(&r.ctx, &r.p, r.name, &r.rh, r.g)
+	r.p.noBlock = false
+	r.ls.s.advance(&r.ctx, &r.p)
 	r.c.Post(r.rendered)
 }
 
@@ -659,7 +654,7 @@ func (ls *h1Server) putReq(r *h1Req) {
 	r.ctx.Request.Reset()
 	r.ctx.Response.Reset()
 	r.scratch.release()
-	r.c, r.name, r.g, r.counted, r.via = nil, reqName{}, grant{}, false, ""
+	r.c, r.counted, r.via = nil, false, ""
 	r.p = plan{}
 	r.resp.Reset()
 	r.rd.Reset(nil)

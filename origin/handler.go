@@ -3,9 +3,7 @@ package origin
 import (
 	"bytes"
 	"crypto/rand"
-	"errors"
 	"strconv"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -14,19 +12,24 @@ import (
 	"segorigin/ranges"
 )
 
-// plan is one request's answer in the form either engine renders. The
-// status line, header fields and any small body (errors) are in
-// ctx.Response: fasthttp's ResponseHeader is the one place fields are
-// kept and rendered, so both engines put the same bytes on the wire. A
-// body taken from a file is described here, and only here: the engine
-// decides how its bytes reach the socket (fasthttp's body stream, or the
-// event loop's writev and sendfile).
+// plan is one request in the making and then its answer, in the form
+// every engine renders. The status line, header fields and any small body
+// (errors) are in ctx.Response: fasthttp's ResponseHeader is the one place
+// fields are kept and rendered, so every engine puts the same bytes on the
+// wire. A body taken from a file is described here, and only here: the
+// engine decides how its bytes reach the socket.
+//
+// Between resolve and the final plan, p carries what the file steps
+// (fileSteps) found so far, so that a request suspended on an event loop
+// resumes where it stopped.
 type plan struct {
 	kind kind // what was asked for, for counting and latency
 
-	// h is the file whose bytes are the body; nil when ctx.Response
-	// holds the whole answer (errors, 304, HEAD, empty bodies). Whoever
-	// renders the plan releases h, exactly once.
+	// h is the file being answered and then the file whose bytes are the
+	// body; nil when ctx.Response holds the whole answer (errors, 304,
+	// HEAD, empty bodies). The steps never release it: advance does when
+	// a step answers, and whoever renders a final plan with a body does,
+	// exactly once.
 	h     *cache.Handle
 	spans []ranges.Span     // the spans of h to send, in order; one unless mp != nil
 	mp    *ranges.Multipart // multipart/byteranges framing of the spans, or nil
@@ -34,11 +37,25 @@ type plan struct {
 
 	// noBlock asks the file steps to do no I/O that can block (an open,
 	// a stat, waiting for storage): an event loop thread must not wait on
-	// a disk. Where one would be needed, the plan comes back with
-	// wouldBlock set, nothing answered and nothing counted from that step
-	// on, and the engine runs serveName again with noBlock false on a
-	// goroutine that may wait.
+	// a disk. A step that would have to suspends, and advance returns
+	// with wouldBlock set for the engine to call it again where blocking
+	// is allowed.
 	noBlock, wouldBlock bool
+
+	// The request, as resolve left it: its header fields, its name in
+	// the cache and what authorized it.
+	rh   reqHeaders
+	name reqName
+	g    grant
+
+	// What the steps found: the next step to run, the file's validators,
+	// change time, content validator and media type, the Range's spans.
+	step          fileStep
+	v             validators
+	changed       int64
+	content       *cache.Content
+	mt            mediaType
+	rangesIgnored bool
 
 	// inProgress: the file is still being written and its bytes go out
 	// with no-store (-in-progress uncached); counted when the plan is
@@ -74,13 +91,12 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, p *plan) {
 	// returns (see reqName).
 	sp := s.pathPool.Get().(*pathBuf)
 	defer s.putPath(sp)
-	var rh reqHeaders
-	name, g, ok := s.resolve(ctx, &rh, sp)
-	if !ok {
+	var ok bool
+	if p.name, p.g, ok = s.resolve(ctx, &p.rh, sp); !ok {
 		p.kind = kindOther
 		return
 	}
-	s.serveName(ctx, p, name, &rh, g)
+	s.advance(ctx, p)
 }
 
 // resolve runs the steps of a request that need no file: the message
@@ -147,38 +163,6 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) 
 		name = name.sub(file)
 	}
 	return name, g, true
-}
-
-// serveName answers a resolved request for name into p: the file from the
-// cache, then serveFile.
-func (s *Server) serveName(ctx *fasthttp.RequestCtx, p *plan, name reqName, rh *reqHeaders, g grant) {
-	p.kind = kindOther
-	var h *cache.Handle
-	var outcome cache.Outcome
-	var err error
-	if p.noBlock {
-		var ready bool
-		if h, outcome, err, ready = s.cache.TryAcquire(name.view()); !ready {
-			p.wouldBlock = true
-			return
-		}
-	} else {
-		h, outcome, err = s.cache.AcquireOutcome(name.view())
-	}
-	if s.access.w != nil {
-		ctx.SetUserValue(userCacheOutcome, outcome)
-	}
-	if err != nil {
-		if isColdBusy(err) {
-			s.stats.Cold.Refused.Add(1) // the open waited past -cold-deadline
-		}
-		s.fail(ctx, err)
-		return
-	}
-	s.serveFile(ctx, p, h, rh, g)
-	if p.inProgress && !p.wouldBlock {
-		s.countInProgress(name.view(), p.inProgressSize)
-	}
 }
 
 var slash = []byte("/")
@@ -277,129 +261,6 @@ func isKnownMethod(m []byte) bool {
 		return true
 	}
 	return false
-}
-
-// serveFile answers GET or HEAD for an open file into p. It owns h: it
-// either hands it to the plan (p.h, released by whoever renders it) or
-// releases it. The file's name is h.Name, the cache's own copy.
-func (s *Server) serveFile(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, rh *reqHeaders, g grant) {
-	v := validators{etag: h.ETag}
-	changed := h.ChangeTime()
-	var c *cache.Content
-	if s.cfg.ETag == ETagContent {
-		// Known with the entry, or read from the file's attribute where
-		// blocking is allowed; an event loop asks again from there.
-		if c = s.content(h, !p.noBlock); c == nil && p.noBlock {
-			h.Release()
-			p.wouldBlock = true
-			return
-		} else if c != nil {
-			changed = c.Changed
-		}
-	}
-	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
-	mt := s.lookupType(h.Name)
-	p.kind = mt.kind
-	done, uncached := s.checkInProgress(ctx, p, h, changed)
-	if done {
-		return
-	}
-	if s.cfg.ETag == ETagContent && !uncached {
-		// A file in progress served uncached keeps its size-mtime tag:
-		// its bytes so far are a version of their own.
-		if c == nil {
-			var err error
-			if c, err = s.hashContent(h); err != nil {
-				h.Release()
-				s.fail(ctx, err)
-				return
-			}
-		}
-		v.etag = c.ETag
-	}
-	if !uncached && g.query.rewrites() && mt.kind == kindPlaylist && s.serveRewritten(ctx, p, h, rh, g, mt) {
-		return
-	}
-	switch evaluatePreconditions(rh, v) {
-	case notModified:
-		h.Release()
-		s.setValidators(ctx, mt.kind, v, g, uncached)
-		ctx.SetStatusCode(fasthttp.StatusNotModified)
-		s.stats.Kinds[mt.kind].Add(1)
-		return
-	case preconditionFailed:
-		h.Release()
-		s.fail(ctx, errPrecondition)
-		return
-	}
-
-	var spans []ranges.Span
-	rangesIgnored := false
-	// RFC 9110 §14.2: "A server MUST ignore a Range header field received
-	// with a request method that is unrecognized or for which range
-	// handling is not defined" — and for HEAD it is not: "The Range header
-	// field is evaluated ... only for GET", so HEAD answers as GET without
-	// Range would.
-	if len(rh.rng) > 0 && ctx.IsGet() && ifRange(rh.ifRange, v, s.cfg.Now()) {
-		var err error
-		spans, err = ranges.ParseInto(p.spanBuf[:0], string(rh.rng), h.Size, s.cfg.MaxRanges)
-		switch {
-		case err == nil:
-		case errors.Is(err, ranges.ErrUnsatisfiable):
-			h.Release()
-			ctx.Response.Header.Set("Content-Range", ranges.UnsatisfiedContentRange(h.Size))
-			s.fail(ctx, err)
-			return
-		default:
-			// ErrInvalid and ErrTooMany: ignore the Range header and
-			// send the whole representation (RFC 9110 §14.2).
-			rangesIgnored = true
-			spans = nil
-		}
-	}
-
-	if err := s.beforeBody(ctx, p, mt.kind, h, spans, g); err != nil {
-		h.Release()
-		if !p.wouldBlock {
-			s.fail(ctx, err)
-		}
-		return
-	}
-	if rangesIgnored {
-		s.stats.RangesIgnored.Add(1)
-	}
-	s.setValidators(ctx, mt.kind, v, g, uncached)
-	s.stats.Kinds[mt.kind].Add(1)
-	hdr := &ctx.Response.Header
-	hdr.SetCanonical(hdrAcceptRanges, valBytes)
-	var mp *ranges.Multipart
-	var total int64
-	switch len(spans) {
-	case 0:
-		spans = append(p.spanBuf[:0], ranges.Span{Start: 0, Length: h.Size})
-		total = h.Size
-		hdr.SetContentType(mt.contentType)
-		ctx.SetStatusCode(fasthttp.StatusOK)
-	case 1:
-		total = spans[0].Length
-		hdr.SetContentType(mt.contentType)
-		hdr.SetCanonical(hdrContentRange, []byte(spans[0].ContentRange(h.Size)))
-		ctx.SetStatusCode(fasthttp.StatusPartialContent)
-	default:
-		mp = ranges.NewMultipart(s.boundary(), mt.contentType, h.Size, spans)
-		total = mp.Len()
-		hdr.SetContentType(mp.ContentType())
-		ctx.SetStatusCode(fasthttp.StatusPartialContent)
-		s.stats.Multipart.Add(1)
-	}
-	if ctx.IsHead() || total == 0 {
-		// No body to send: fasthttp keeps the Content-Length we set when
-		// the body is empty and SkipBody is set for HEAD.
-		h.Release()
-		hdr.SetContentLength(int(total))
-		return
-	}
-	p.h, p.spans, p.mp, p.total = h, spans, mp, total
 }
 
 // setValidators writes the headers a 200, 206 and 304 share: RFC 9110

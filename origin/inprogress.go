@@ -89,28 +89,26 @@ func (s *Server) inProgress(h *cache.Handle, changed int64) bool {
 	return true
 }
 
-// checkInProgress applies the settle rule to a request for h. done true:
-// ctx holds the answer (503) and h is released; it is final, and counted.
-// Otherwise uncached says the file is in progress and its bytes go out
-// with no-store: p.inProgress records it, and it is counted only once the
-// plan is final (countInProgress), since a later step may still send the
-// request off the event loop to be planned again.
-func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, changed int64) (done, uncached bool) {
-	if !s.inProgress(h, changed) {
-		return false, false
+// checkInProgress applies the settle rule to a request for p.h. true:
+// ctx holds the answer (503); it is final, and counted. Otherwise, when
+// the file is in progress and -in-progress uncached sends its bytes with
+// no-store, p.inProgress records it, counted once the plan is final.
+func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, p *plan) bool {
+	h := p.h
+	if !s.inProgress(h, p.changed) {
+		return false
 	}
 	// Reopened by the next request, so that the settled file is judged by
 	// its final dates and served at its final size.
 	s.cache.Invalidate(h.Name)
 	if s.cfg.InProgress == InProgressUncached {
 		p.inProgress, p.inProgressSize = true, h.Size
-		return false, true
+		return false
 	}
 	s.countInProgress(h.Name, h.Size)
-	h.Release()
 	s.fail(ctx, errInProgress)
 	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
-	return true, false
+	return true
 }
 
 // countInProgress counts and logs (once per file) an answer about a file

@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"segorigin/internal/slowfs"
 	"segorigin/origin"
 )
 
@@ -259,5 +261,52 @@ func TestClosedFileServedAtOnce(t *testing.T) {
 				t.Fatalf("body of %d bytes differs from the file", len(r.body))
 			}
 		})
+	}
+}
+
+// TestInProgressSuspendedStepRunsOnce: on the event loop a request whose
+// file is a cache hit but whose first window is not resident suspends at
+// the cold step and resumes there on a goroutine. The steps before it
+// (the settle rule among them) must not run again: with -in-progress
+// uncached a file in progress is counted once and its entry dropped
+// once: the resumed request keeps the file it found rather than opening it
+// a second time. The file sits behind slowfs (not resident until read);
+// the server's clock decides whether it has settled.
+func TestInProgressSuspendedStepRunsOnce(t *testing.T) {
+	backing := t.TempDir()
+	writeSynth(t, backing, "v/seg.ts", 512<<10)
+	fs := slowfs.MountT(t, backing, 0)
+	var clock atomic.Int64 // unix nanoseconds the server reads as now
+	clock.Store(time.Now().Add(time.Hour).UnixNano())
+	ts := startServer(t, fs.Dir(), func(c *origin.Config) {
+		c.Settle = time.Minute
+		c.InProgress = origin.InProgressUncached
+		c.ReadAhead.Readers = 0 // nothing but the request reads the file
+		c.Now = func() time.Time { return time.Unix(0, clock.Load()) }
+	})
+	// Settled an hour from now: opened and listed by the cache. HEAD
+	// reads no byte, so the file stays cold.
+	mustStatus(t, ts.do("HEAD", "/v/seg.ts"), http.StatusOK, "HEAD while settled")
+	before, dropped := ts.srv.Stats().InProgress, ts.srv.CacheStats().Invalidations
+
+	// Back to the present: the file changed a moment ago and a writer
+	// holds it open, in progress.
+	w, err := os.OpenFile(filepath.Join(fs.Dir(), "v/seg.ts"), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	clock.Store(time.Now().UnixNano())
+	r := ts.get("/v/seg.ts")
+	mustStatus(t, r, http.StatusOK, "GET in progress")
+	mustHeader(t, r, "Cache-Control", "no-store", "GET in progress")
+	mustBody(t, r, synthBytes("seg.ts", 0, 512<<10), "GET in progress")
+	if got := ts.srv.Stats().InProgress - before; got != 1 {
+		t.Errorf("InProgress counted %d times for one request, want 1", got)
+	}
+	// A second drop would be of an entry the request itself opened again:
+	// planned a second time from the start.
+	if got := ts.srv.CacheStats().Invalidations - dropped; got != 1 {
+		t.Errorf("the file's entry was dropped %d times for one request, want 1", got)
 	}
 }

@@ -59,37 +59,34 @@ func rewriteFormat(name string) func(dst, src []byte, t *rewrite.Target) ([]byte
 
 // serveRewritten answers GET or HEAD of a playlist or manifest authorised
 // by a query token with the token written into every URI it lists that
-// the token opens. It reports false, owning nothing, when the file is to
-// be served as it is (too large, unreadable as a playlist, or nothing to
-// rewrite: counted); true when it answered into ctx (or set p.wouldBlock),
-// having released h.
-func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, rh *reqHeaders, g grant, mt mediaType) bool {
+// the token opens. It goes on (stepNext) when the file is to be served as
+// it is (too large, unreadable as a playlist, or nothing to rewrite:
+// counted); it suspends, having counted nothing, when the file must be
+// read and blocking is not allowed.
+func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	h, g, mt := p.h, p.g, p.mt
 	name := h.Name
 	a := s.auth.Load()
 	format := rewriteFormat(name)
 	if a == nil || format == nil {
-		return false
+		return stepNext
 	}
 	st := &s.stats.Rewrite
 	limit := a.cfg.QueryRewriteMaxBytes
 	if h.Size > limit {
 		st.TooLarge.Add(1)
-		return false
+		return stepNext
 	}
 	src := h.Bytes
 	if src == nil && h.Size > 0 {
-		// Not inlined: read it where blocking is allowed. The event loop
-		// asks again from a goroutine (p.wouldBlock).
+		// Not inlined: read it where blocking is allowed.
 		if p.noBlock {
-			p.wouldBlock = true
-			h.Release()
-			return true
+			return stepSuspend
 		}
 		var err error
 		if src, err = s.readWhole(h); err != nil {
-			h.Release()
 			s.fail(ctx, err)
-			return true
+			return stepAnswered
 		}
 	}
 	t := a.rewriteTarget(ctx, name, g.query, s.clientIP(ctx), int(limit)*2)
@@ -100,13 +97,13 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan, h *cache.Hand
 	switch {
 	case errors.Is(err, rewrite.ErrTooLarge):
 		st.TooLarge.Add(1)
-		return false
+		return stepNext
 	case err != nil:
 		st.Failed.Add(1)
-		return false
+		return stepNext
 	case res.Rewritten == 0:
 		st.Unchanged.Add(1)
-		return false
+		return stepNext
 	}
 	st.Rewritten.Add(1)
 	if s.ra != nil && ctx.IsGet() {
@@ -114,17 +111,15 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan, h *cache.Hand
 	}
 	v := validators{etag: rewrittenETag(h.ETag, out)}
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
-	h.Release()
-	p.kind = mt.kind
-	switch evaluatePreconditions(rh, v) {
+	switch evaluatePreconditions(&p.rh, v) {
 	case notModified:
 		s.setValidators(ctx, mt.kind, v, g, false)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Kinds[mt.kind].Add(1)
-		return true
+		return stepAnswered
 	case preconditionFailed:
 		s.fail(ctx, errPrecondition)
-		return true
+		return stepAnswered
 	}
 	// A Range header is ignored (RFC 9110 §14.2: "A server MAY ignore
 	// the Range header field"): the body is made per request, and players
@@ -135,10 +130,10 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan, h *cache.Hand
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	if ctx.IsHead() {
 		ctx.Response.Header.SetContentLength(len(out))
-		return true
+		return stepAnswered
 	}
 	ctx.Response.SetBody(out)
-	return true
+	return stepAnswered
 }
 
 // readWhole reads a file that the cache did not inline, after making it

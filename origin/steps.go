@@ -1,0 +1,267 @@
+package origin
+
+import (
+	"errors"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/cache"
+	"segorigin/ranges"
+)
+
+// A resolved request for a file is answered by fileSteps, in order. Each
+// step either goes on to the next, answers (the answer is in ctx.Response;
+// advance then releases the file), or suspends: it would have to block
+// where blocking is not allowed (plan.noBlock: an event loop thread must
+// not wait on a disk). A step that suspends has done nothing: counted
+// nothing, changed nothing. The engine calls advance again where blocking
+// is allowed and the request resumes at the step that suspended, with what
+// the steps before it found (the open file, its validators, the settle
+// rule's verdict), so no step runs twice for one request. This is how
+// nginx's phase handlers return NGX_AGAIN and are called again, without
+// the phases before them.
+type fileStep uint8
+
+const (
+	stepOpen       fileStep = iota // the file from the cache
+	stepValidators                 // its validators and media type
+	stepPublish                    // a file still being written (origin/publish)
+	stepContentTag                 // -etag content: the content validator, hashed if need be
+	stepRewrite                    // a playlist rewritten for a query token
+	stepConditions                 // RFC 9110 §13.2.2 preconditions
+	stepRange                      // Range and If-Range (RFC 9110 §14.2, §13.1.5)
+	stepCold                       // the first window of the body made resident
+	stepRespond                    // status, header fields and the body's spans
+	stepsDone
+)
+
+// stepResult is what a step tells advance.
+type stepResult uint8
+
+const (
+	stepNext     stepResult = iota // go on to the next step
+	stepAnswered                   // ctx.Response holds the whole answer
+	stepSuspend                    // would block: nothing done, ask again where blocking is allowed
+)
+
+var fileSteps = [stepsDone]func(*Server, *fasthttp.RequestCtx, *plan) stepResult{
+	stepOpen:       (*Server).stepOpen,
+	stepValidators: (*Server).stepValidators,
+	stepPublish:    (*Server).stepPublish,
+	stepContentTag: (*Server).stepContentTag,
+	stepRewrite:    (*Server).stepRewrite,
+	stepConditions: (*Server).stepConditions,
+	stepRange:      (*Server).stepRange,
+	stepCold:       (*Server).stepCold,
+	stepRespond:    (*Server).stepRespond,
+}
+
+// advance runs p's file steps from where it stopped. It returns with
+// p.wouldBlock set when a step suspended (only with p.noBlock), or with the
+// plan final: p.h is the body's file, or nil when ctx.Response holds the
+// whole answer. What is counted from the final answer alone is counted
+// here.
+func (s *Server) advance(ctx *fasthttp.RequestCtx, p *plan) {
+	p.wouldBlock = false
+	for p.step < stepsDone {
+		switch fileSteps[p.step](s, ctx, p) {
+		case stepNext:
+			p.step++
+		case stepAnswered:
+			p.step = stepsDone
+			if p.h != nil {
+				p.h.Release()
+				p.h = nil
+			}
+		case stepSuspend:
+			if !p.noBlock {
+				panic("origin: a file step suspended where blocking is allowed")
+			}
+			p.wouldBlock = true
+			return
+		}
+	}
+	if p.inProgress {
+		s.countInProgress(p.name.view(), p.inProgressSize)
+	}
+}
+
+// stepOpen takes the file from the cache: without blocking only when the
+// cache holds it open already.
+func (s *Server) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	var h *cache.Handle
+	var outcome cache.Outcome
+	var err error
+	if p.noBlock {
+		var ready bool
+		if h, outcome, err, ready = s.cache.TryAcquire(p.name.view()); !ready {
+			return stepSuspend
+		}
+	} else {
+		h, outcome, err = s.cache.AcquireOutcome(p.name.view())
+	}
+	if s.access.w != nil {
+		ctx.SetUserValue(userCacheOutcome, outcome)
+	}
+	if err != nil {
+		if isColdBusy(err) {
+			s.stats.Cold.Refused.Add(1) // the open waited past -cold-deadline
+		}
+		s.fail(ctx, err)
+		return stepAnswered
+	}
+	p.h = h
+	return stepNext
+}
+
+// stepValidators finds the file's validators, its change time and its
+// media type. With -etag content the validator stored in the file's
+// attribute is read where blocking is allowed.
+func (s *Server) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
+	h := p.h
+	p.changed = h.ChangeTime()
+	p.content = nil
+	if s.cfg.ETag == ETagContent {
+		if p.content = s.content(h, !p.noBlock); p.content == nil && p.noBlock {
+			return stepSuspend
+		} else if p.content != nil {
+			p.changed = p.content.Changed
+		}
+	}
+	p.v = validators{etag: h.ETag}
+	p.v.modTime, p.v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
+	p.mt = s.lookupType(h.Name)
+	p.kind = p.mt.kind
+	return stepNext
+}
+
+// stepPublish applies the settle rule (checkInProgress).
+func (s *Server) stepPublish(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	if s.checkInProgress(ctx, p) {
+		return stepAnswered
+	}
+	return stepNext
+}
+
+// stepContentTag: with -etag content the entity tag is the content's,
+// hashed now when neither the entry nor the file's attribute knew it. A
+// file in progress served uncached keeps its size-mtime tag: its bytes so
+// far are a version of their own.
+func (s *Server) stepContentTag(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	if s.cfg.ETag != ETagContent || p.inProgress {
+		return stepNext
+	}
+	if p.content == nil {
+		if p.noBlock {
+			return stepSuspend
+		}
+		c, err := s.hashContent(p.h)
+		if err != nil {
+			s.fail(ctx, err)
+			return stepAnswered
+		}
+		p.content = c
+	}
+	p.v.etag = p.content.ETag
+	return stepNext
+}
+
+// stepRewrite answers a playlist authorised by a query token with the
+// token written into it (serveRewritten), where that applies.
+func (s *Server) stepRewrite(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	if p.inProgress || !p.g.query.rewrites() || p.mt.kind != kindPlaylist {
+		return stepNext
+	}
+	return s.serveRewritten(ctx, p)
+}
+
+// stepConditions evaluates the preconditions: 304 and 412 answer here.
+func (s *Server) stepConditions(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	switch evaluatePreconditions(&p.rh, p.v) {
+	case notModified:
+		s.setValidators(ctx, p.mt.kind, p.v, p.g, p.inProgress)
+		ctx.SetStatusCode(fasthttp.StatusNotModified)
+		s.stats.Kinds[p.mt.kind].Add(1)
+		return stepAnswered
+	case preconditionFailed:
+		s.fail(ctx, errPrecondition)
+		return stepAnswered
+	}
+	return stepNext
+}
+
+// stepRange reads the Range header into p.spans. RFC 9110 §14.2: "A
+// server MUST ignore a Range header field received with a request method
+// that is unrecognized or for which range handling is not defined" — and
+// for HEAD it is not: "The Range header field is evaluated ... only for
+// GET", so HEAD answers as GET without Range would.
+func (s *Server) stepRange(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	p.spans = nil
+	if len(p.rh.rng) == 0 || !ctx.IsGet() || !ifRange(p.rh.ifRange, p.v, s.cfg.Now()) {
+		return stepNext
+	}
+	size := p.h.Size
+	spans, err := ranges.ParseInto(p.spanBuf[:0], string(p.rh.rng), size, s.cfg.MaxRanges)
+	switch {
+	case err == nil:
+		p.spans = spans
+	case errors.Is(err, ranges.ErrUnsatisfiable):
+		ctx.Response.Header.Set("Content-Range", ranges.UnsatisfiedContentRange(size))
+		s.fail(ctx, err)
+		return stepAnswered
+	default:
+		// ErrInvalid and ErrTooMany: ignore the Range header and send
+		// the whole representation (RFC 9110 §14.2).
+		p.rangesIgnored = true
+	}
+	return stepNext
+}
+
+// stepCold makes the body's first window resident (beforeBody): a cold
+// file can still be refused with 503 before its header leaves.
+func (s *Server) stepCold(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	return s.beforeBody(ctx, p)
+}
+
+// stepRespond writes the status and header fields of a 200 or 206 and
+// describes its body: the spans of p.h, and their multipart framing.
+func (s *Server) stepRespond(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	h, mt := p.h, p.mt
+	if p.rangesIgnored {
+		s.stats.RangesIgnored.Add(1)
+	}
+	s.setValidators(ctx, mt.kind, p.v, p.g, p.inProgress)
+	s.stats.Kinds[mt.kind].Add(1)
+	hdr := &ctx.Response.Header
+	hdr.SetCanonical(hdrAcceptRanges, valBytes)
+	var mp *ranges.Multipart
+	var total int64
+	spans := p.spans
+	switch len(spans) {
+	case 0:
+		spans = append(p.spanBuf[:0], ranges.Span{Start: 0, Length: h.Size})
+		total = h.Size
+		hdr.SetContentType(mt.contentType)
+		ctx.SetStatusCode(fasthttp.StatusOK)
+	case 1:
+		total = spans[0].Length
+		hdr.SetContentType(mt.contentType)
+		hdr.SetCanonical(hdrContentRange, []byte(spans[0].ContentRange(h.Size)))
+		ctx.SetStatusCode(fasthttp.StatusPartialContent)
+	default:
+		mp = ranges.NewMultipart(s.boundary(), mt.contentType, h.Size, spans)
+		total = mp.Len()
+		hdr.SetContentType(mp.ContentType())
+		ctx.SetStatusCode(fasthttp.StatusPartialContent)
+		s.stats.Multipart.Add(1)
+	}
+	if ctx.IsHead() || total == 0 {
+		// No body to send: fasthttp keeps the Content-Length we set when
+		// the body is empty and SkipBody is set for HEAD.
+		hdr.SetContentLength(int(total))
+		return stepAnswered
+	}
+	p.spans, p.mp, p.total = spans, mp, total
+	return stepNext
+}
