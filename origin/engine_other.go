@@ -7,6 +7,8 @@ import (
 	"errors"
 	"net"
 
+	"github.com/valyala/fasthttp"
+
 	"segorigin/origin/conn"
 )
 
@@ -31,9 +33,39 @@ type connServer interface {
 	shutdown(context.Context) error
 }
 
-type fastServer struct{ s *Server }
+type fastServer struct{ http *fasthttp.Server }
 
-func (s *Server) newConnServer() connServer { return fastServer{s} }
+func (s *Server) newConnServer() connServer { return fastServer{s.newFastHTTP()} }
 
-func (f fastServer) serve(ln net.Listener) error        { return f.s.http.Serve(ln) }
-func (f fastServer) shutdown(ctx context.Context) error { return f.s.http.ShutdownWithContext(ctx) }
+func (f fastServer) serve(ln net.Listener) error        { return f.http.Serve(ln) }
+func (f fastServer) shutdown(ctx context.Context) error { return f.http.ShutdownWithContext(ctx) }
+
+// newFastHTTP is the server of the listeners the loops do not serve here.
+func (s *Server) newFastHTTP() *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:                       s.handle,
+		Name:                          s.cfg.ServerName,
+		NoDefaultServerHeader:         s.cfg.ServerName == "",
+		NoDefaultContentType:          true,
+		ReadTimeout:                   s.cfg.ReadTimeout,
+		WriteTimeout:                  s.cfg.WriteTimeout,
+		IdleTimeout:                   s.cfg.IdleTimeout,
+		MaxRequestsPerConn:            s.cfg.MaxRequestsPerConn,
+		ReadBufferSize:                s.cfg.MaxHeaderBytes,
+		WriteBufferSize:               writeBufferSize,
+		MaxRequestBodySize:            64 << 10,
+		DisablePreParseMultipartForm:  true,
+		DisableHeaderNamesNormalizing: false,
+		ReduceMemoryUsage:             true,
+		CloseOnShutdown:               true,
+		Logger:                        fasthttpLogger{s},
+		ErrorHandler:                  s.handleParseError,
+		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+			persistLaterMinor(h)
+			return fasthttp.RequestConfig{} // the server's limits
+		},
+		// MaxConnsPerIP stays 0: fasthttp would wrap each connection and
+		// hide the *net.TCPConn the sendfile path needs. Our listener
+		// enforces per-IP limits instead.
+	}
+}

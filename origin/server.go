@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
 	"segorigin/origin/coldread"
@@ -40,7 +39,6 @@ type Server struct {
 	// storage they block their thread too, and a burst of misses must not
 	// grow the thread count. nil: unbounded.
 	opens    chan struct{}
-	http     *fasthttp.Server
 	cors     corsPolicy
 	clientID clientIdentity             // who a request is from (trusted proxies)
 	auth     atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
@@ -85,10 +83,46 @@ type Server struct {
 }
 
 // New validates cfg and builds a server. It starts no goroutine: Run does.
-func New(cfg Config) (*Server, error) {
+func New(cfg Config) (_ *Server, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
 	}
+	var undo cleanups
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, undo.run())
+		}
+	}()
+	s, err := newServer(cfg, &undo)
+	if err != nil {
+		return nil, err
+	}
+	// In order: the gate's hook reaches s.cache only at accept, after New;
+	// read-ahead needs the cold pool, and the watcher the cache.
+	for _, build := range []func(*cleanups) error{s.newGate, s.newAuth, s.newTLS, s.newColdPath, s.newCache, s.newWatcher} {
+		if err := build(&undo); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// cleanups is what New undoes, last first, when a later step fails.
+type cleanups []func() error
+
+func (c *cleanups) add(f func() error) { *c = append(*c, f) }
+
+func (c cleanups) run() error {
+	var errs []error
+	for i := len(c) - 1; i >= 0; i-- {
+		errs = append(errs, c[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// newServer makes the server's own state from cfg: the root, who a
+// request is from, the response tables, the logs, pools and histograms.
+func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	abs, err := filepath.Abs(cfg.Root)
 	if err != nil {
 		return nil, fmt.Errorf("origin: root: %w", err)
@@ -102,9 +136,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("origin: root: %w", err)
 	}
+	undo.add(root.Close)
 	clientID, err := newClientIdentity(cfg)
 	if err != nil {
-		root.Close()
 		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
 	}
 	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, root: root, realRoot: realRoot, cors: newCORSPolicy(cfg),
@@ -128,9 +162,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AccessLog != nil {
 		s.access.w, s.access.format, s.access.sample = cfg.AccessLog, cfg.AccessLogFormat, uint64(cfg.AccessLogSample)
 	}
+	return s, nil
+}
 
-	// The gate's hook reaches s.cache only at accept, after New.
-	if s.gate, err = conn.NewGate(conn.GateConfig{
+// newGate makes the connection limits every listener shares.
+func (s *Server) newGate(*cleanups) (err error) {
+	cfg := s.cfg
+	s.gate, err = conn.NewGate(conn.GateConfig{
 		MaxConns:      cfg.MaxConns,
 		MaxConnsPerIP: cfg.MaxConnsPerIP,
 		Trusted:       s.clientID.trusted,
@@ -139,46 +177,65 @@ func New(cfg Config) (*Server, error) {
 		Logger:        s.log,
 		Stats:         &s.stats.ListenerCounters,
 		Now:           cfg.Now,
-	}); err != nil {
-		root.Close()
-		return nil, fmt.Errorf("origin: listener: %w", err)
+	})
+	if err != nil {
+		return fmt.Errorf("origin: listener: %w", err)
 	}
-	if cfg.Auth.enabled() {
-		a, err := newAuthorizer(cfg.Auth, &s.stats.Auth, cfg.Now)
-		if err != nil {
-			root.Close()
-			return nil, fmt.Errorf("origin: auth: %w", err)
-		}
-		s.auth.Store(a)
+	return nil
+}
+
+// newAuth makes the authorizer, when a token carrier is configured.
+func (s *Server) newAuth(*cleanups) error {
+	if !s.cfg.Auth.enabled() {
+		return nil
 	}
-	if cfg.TLS.Enabled() {
-		s.tls, err = conn.NewTLS(conn.TLSParams{
-			Config:           cfg.TLS,
-			HandshakeTimeout: cfg.ReadTimeout,
-			Logger:           s.log,
-			Stats:            &s.stats.TLS,
-			Now:              cfg.Now,
-		})
-		if err != nil {
-			root.Close()
-			return nil, fmt.Errorf("origin: tls: %w", err)
-		}
+	a, err := newAuthorizer(s.cfg.Auth, &s.stats.Auth, s.cfg.Now)
+	if err != nil {
+		return fmt.Errorf("origin: auth: %w", err)
 	}
-	if s.cold, err = newColdPool(cfg); err != nil {
-		root.Close()
-		return nil, fmt.Errorf("origin: %w", err)
+	s.auth.Store(a)
+	return nil
+}
+
+// newTLS loads the certificate, when HTTPS is configured.
+func (s *Server) newTLS(*cleanups) (err error) {
+	if !s.cfg.TLS.Enabled() {
+		return nil
+	}
+	s.tls, err = conn.NewTLS(conn.TLSParams{
+		Config:           s.cfg.TLS,
+		HandshakeTimeout: s.cfg.ReadTimeout,
+		Logger:           s.log,
+		Stats:            &s.stats.TLS,
+		Now:              s.cfg.Now,
+	})
+	if err != nil {
+		return fmt.Errorf("origin: tls: %w", err)
+	}
+	return nil
+}
+
+// newColdPath makes the cold readers, the bound on opens and read-ahead.
+func (s *Server) newColdPath(*cleanups) (err error) {
+	if s.cold, err = newColdPool(s.cfg); err != nil {
+		return fmt.Errorf("origin: %w", err)
 	}
 	if s.cold == nil {
 		s.log.Warn("cold readers off (cold-readers 0): a send of bytes not in the page cache blocks its thread on storage, nothing is read ahead, and opens are not bounded")
-	} else {
-		s.opens = make(chan struct{}, cfg.ColdReaders)
-		if cfg.ReadAhead.Readers > 0 {
-			if s.ra, err = newReadAhead(s); err != nil {
-				root.Close()
-				return nil, fmt.Errorf("origin: read-ahead: %w", err)
-			}
+		return nil
+	}
+	s.opens = make(chan struct{}, s.cfg.ColdReaders)
+	if s.cfg.ReadAhead.Readers > 0 {
+		if s.ra, err = newReadAhead(s); err != nil {
+			return fmt.Errorf("origin: read-ahead: %w", err)
 		}
 	}
+	return nil
+}
+
+// newCache makes the file cache over the root.
+func (s *Server) newCache(undo *cleanups) (err error) {
+	cfg := s.cfg
 	revalidate := time.Duration(0)
 	if !cfg.Watch {
 		revalidate = cfg.RevalidateEvery
@@ -200,25 +257,29 @@ func New(cfg Config) (*Server, error) {
 		Now:           cfg.Now,
 	})
 	if err != nil {
-		root.Close()
-		return nil, fmt.Errorf("origin: cache: %w", err)
+		return fmt.Errorf("origin: cache: %w", err)
 	}
-	if cfg.Watch {
-		s.watch, err = watcher.New(watcher.Config{
-			Root:       abs,
-			Target:     invalidator{s},
-			Logger:     s.log,
-			OnDegraded: s.onWatchDegraded,
-			OnWrite:    s.noteWrite,
-		})
-		if err != nil {
-			s.cache.Close()
-			root.Close()
-			return nil, fmt.Errorf("origin: watcher: %w", err)
-		}
+	undo.add(s.cache.Close)
+	return nil
+}
+
+// newWatcher makes the watcher that invalidates the cache, unless -watch
+// is off.
+func (s *Server) newWatcher(*cleanups) (err error) {
+	if !s.cfg.Watch {
+		return nil
 	}
-	s.http = s.newFastHTTP()
-	return s, nil
+	s.watch, err = watcher.New(watcher.Config{
+		Root:       s.cfg.Root,
+		Target:     invalidator{s},
+		Logger:     s.log,
+		OnDegraded: s.onWatchDegraded,
+		OnWrite:    s.noteWrite,
+	})
+	if err != nil {
+		return fmt.Errorf("origin: watcher: %w", err)
+	}
+	return nil
 }
 
 // invalidator hands the watcher's invalidations to the file cache and to
@@ -254,41 +315,6 @@ func (s *Server) onWatchDegraded(degraded bool) {
 		return
 	}
 	s.cache.SetRevalidate(0)
-}
-
-// writeBufferSize is fasthttp's per-connection response buffer (its
-// default): headers, bodiless responses and small error bodies leave from
-// it in one write. Inline bodies do not pass through it (see writeTail),
-// so it need not hold them; isHeaderFlush relies on its size.
-const writeBufferSize = 4096
-
-func (s *Server) newFastHTTP() *fasthttp.Server {
-	return &fasthttp.Server{
-		Handler:                       s.handle,
-		Name:                          s.cfg.ServerName,
-		NoDefaultServerHeader:         s.cfg.ServerName == "",
-		NoDefaultContentType:          true,
-		ReadTimeout:                   s.cfg.ReadTimeout,
-		WriteTimeout:                  s.cfg.WriteTimeout,
-		IdleTimeout:                   s.cfg.IdleTimeout,
-		MaxRequestsPerConn:            s.cfg.MaxRequestsPerConn,
-		ReadBufferSize:                s.cfg.MaxHeaderBytes,
-		WriteBufferSize:               writeBufferSize,
-		MaxRequestBodySize:            64 << 10,
-		DisablePreParseMultipartForm:  true,
-		DisableHeaderNamesNormalizing: false,
-		ReduceMemoryUsage:             true,
-		CloseOnShutdown:               true,
-		Logger:                        fasthttpLogger{s},
-		ErrorHandler:                  s.handleParseError,
-		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
-			persistLaterMinor(h)
-			return fasthttp.RequestConfig{} // the server's limits
-		},
-		// MaxConnsPerIP stays 0: fasthttp would wrap each connection and
-		// hide the *net.TCPConn the sendfile path needs. Our listener
-		// enforces per-IP limits instead.
-	}
 }
 
 // open opens a cache key under the root. Without FollowSymlinks, os.Root
@@ -397,75 +423,16 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 		}
 	}
 	var wg sync.WaitGroup
+	bgCtx, stopBackground := context.WithCancel(context.Background())
+	s.startBackground(bgCtx, &wg)
 	errc := make(chan error, len(listeners))
-	watchCtx, stopWatch := context.WithCancel(context.Background())
-	if s.watch != nil {
-		wg.Go(func() {
-			if err := s.watch.Run(watchCtx); err != nil {
-				s.log.Error("watcher stopped", "err", err)
-			}
-		})
-	}
-	if s.cfg.RootCheckEvery > 0 {
-		wg.Go(func() { s.watchRoot(watchCtx, s.cfg.RootCheckEvery) })
-	}
-	if s.cold != nil {
-		// Stopped with the watcher, after the drain: responses finishing
-		// during the drain may still need a cold reader.
-		wg.Go(func() { s.cold.Run(watchCtx) })
-	}
-	if s.tls != nil {
-		wg.Go(func() { s.tls.PollCertificates(watchCtx) })
-	}
-	var loops []*loopServer
-	var fastGates []*conn.Listener // the gates of the listeners the goroutine-per-connection server serves
-	cs := s.newConnServer()
-	for i, ln := range listeners {
-		wl := wrapped[i]
-		if ls := s.loopFor(ln, wl); ls != nil {
-			loops = append(loops, ls)
-			wg.Go(func() {
-				if err := ls.serve(ln); err != nil {
-					errc <- fmt.Errorf("origin: serve %s: %w", ln.Addr(), err)
-				}
-			})
-			continue
-		}
-		fastGates = append(fastGates, gates[i])
-		wg.Go(func() {
-			if err := cs.serve(wl); err != nil {
-				errc <- fmt.Errorf("origin: serve %s: %w", ln.Addr(), err)
-			}
-		})
-	}
+	eng := s.startEngines(listeners, wrapped, gates, &wg, errc)
 	var runErr error
 	select {
 	case <-ctx.Done():
 	case runErr = <-errc:
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), drain)
-	var drainWG sync.WaitGroup
-	drainErrs := make([]error, len(loops)+1)
-	drainWG.Go(func() {
-		drainErrs[0] = cs.shutdown(sctx)
-		// Wait for the gate to see every connection closed too (an HTTPS
-		// connection sends close_notify in Close), or the process may
-		// exit between the two and end a connection with a bare FIN.
-		for _, g := range fastGates {
-			if drainErrs[0] == nil {
-				drainErrs[0] = g.WaitClosed(sctx)
-			}
-		}
-	})
-	for i, ls := range loops {
-		drainWG.Go(func() { drainErrs[i+1] = ls.shutdown(sctx) })
-	}
-	drainWG.Wait()
-	if err := errors.Join(drainErrs...); err != nil {
-		s.log.Warn("shutdown: drain deadline passed with connections open", "err", err)
-	} else {
-		s.log.Info("shutdown: drain complete")
-	}
+	eng.drain(s.log, drain)
 	// fasthttp's Shutdown closes only the listeners whose Serve has begun;
 	// a Serve that begins after it (ctx done right at start) would accept
 	// forever. Closed here, such a Serve ends at its first Accept. (The
@@ -473,10 +440,94 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 	for _, wl := range wrapped {
 		wl.Close()
 	}
-	cancel()
-	stopWatch()
+	stopBackground()
 	wg.Wait()
 	return runErr
+}
+
+// startBackground starts the work that outlives every connection: the
+// watcher, the root check, the cold readers and the certificate poll,
+// each in wg until ctx ends. They stop after the drain: responses
+// finishing during it may still need a cold reader.
+func (s *Server) startBackground(ctx context.Context, wg *sync.WaitGroup) {
+	if s.watch != nil {
+		wg.Go(func() {
+			if err := s.watch.Run(ctx); err != nil {
+				s.log.Error("watcher stopped", "err", err)
+			}
+		})
+	}
+	if s.cfg.RootCheckEvery > 0 {
+		wg.Go(func() { s.watchRoot(ctx, s.cfg.RootCheckEvery) })
+	}
+	if s.cold != nil {
+		wg.Go(func() { s.cold.Run(ctx) })
+	}
+	if s.tls != nil {
+		wg.Go(func() { s.tls.PollCertificates(ctx) })
+	}
+}
+
+// engines are the servers of Run's listeners: an event loop for each
+// plain listener the loops take, and one connServer for the rest.
+type engines struct {
+	loops     []*loopServer
+	conns     connServer
+	connGates []*conn.Listener // the gates of the listeners conns serves
+}
+
+// startEngines serves each listener (wrapped: its gated form) in wg; a
+// server that stops with an error reports it on errc.
+func (s *Server) startEngines(listeners, wrapped []net.Listener, gates []*conn.Listener, wg *sync.WaitGroup, errc chan<- error) *engines {
+	eng := &engines{conns: s.newConnServer()}
+	for i, ln := range listeners {
+		wl := wrapped[i]
+		if ls := s.loopFor(ln, wl); ls != nil {
+			eng.loops = append(eng.loops, ls)
+			wg.Go(func() {
+				if err := ls.serve(ln); err != nil {
+					errc <- fmt.Errorf("origin: serve %s: %w", ln.Addr(), err)
+				}
+			})
+			continue
+		}
+		eng.connGates = append(eng.connGates, gates[i])
+		wg.Go(func() {
+			if err := eng.conns.serve(wl); err != nil {
+				errc <- fmt.Errorf("origin: serve %s: %w", ln.Addr(), err)
+			}
+		})
+	}
+	return eng
+}
+
+// drain stops every engine accepting and waits, up to drain, for the
+// connections they hold to finish, all engines at once.
+func (eng *engines) drain(log *slog.Logger, drain time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, len(eng.loops)+1)
+	wg.Go(func() {
+		errs[0] = eng.conns.shutdown(ctx)
+		// Wait for the gate to see every connection closed too (an HTTPS
+		// connection sends close_notify in Close), or the process may
+		// exit between the two and end a connection with a bare FIN.
+		for _, g := range eng.connGates {
+			if errs[0] == nil {
+				errs[0] = g.WaitClosed(ctx)
+			}
+		}
+	})
+	for i, ls := range eng.loops {
+		wg.Go(func() { errs[i+1] = ls.shutdown(ctx) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		log.Warn("shutdown: drain deadline passed with connections open", "err", err)
+	} else {
+		log.Info("shutdown: drain complete")
+	}
 }
 
 // loopFor is the loop engine for a plain listener given to Run, or nil

@@ -396,3 +396,9 @@ func transportMetrics(t *table, st *TransportStats) {
 	t.one("truncated_total", "Responses cut short because the file shrank while being sent.", st.Truncated)
 	t.one("aborted_total", "Responses cut short by the client or a write timeout.", st.Aborted)
 }
+
+// writeBufferSize is fasthttp's per-connection response buffer (its
+// default): headers, bodiless responses and small error bodies leave from
+// it in one write. Inline bodies do not pass through it (see writeTail),
+// so it need not hold them; isHeaderFlush relies on its size.
+const writeBufferSize = 4096
