@@ -325,7 +325,7 @@ func (c *Conn) setEvents(ev uint32) {
 		return
 	}
 	c.events = ev
-	if err := unix.EpollCtl(c.l.epfd, unix.EPOLL_CTL_MOD, c.fd, &unix.EpollEvent{Events: ev, Fd: int32(c.fd)}); err != nil {
+	if err := c.l.p.mod(c.fd, ev); err != nil {
 		c.l.fail(c, err)
 	}
 }

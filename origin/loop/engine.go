@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"segorigin/origin/wire"
 )
 
@@ -56,6 +58,7 @@ type Engine struct {
 	serving  bool
 	ln       *net.TCPListener
 	draining atomic.Bool
+	next     atomic.Uint32 // the loop the next adopted connection goes to (round robin)
 }
 
 // New validates cfg and builds an engine; Serve starts it.
@@ -137,6 +140,46 @@ func (e *Engine) Serve(ln *net.TCPListener) error {
 	// ln's descriptor is used by the loops until they end: keep ln
 	// reachable (and so open) until then.
 	runtime.KeepAlive(ln)
+	return nil
+}
+
+// Adopt serves fd, a connected TCP socket that did not come from the
+// engine's listener, on one of its loops as if accepted there
+// (Handler.Accept first): a connection handed over once something else
+// has spoken on it, such as a TLS handshake before the kernel takes over
+// its records (as gnet's Enroll, or nginx swapping a connection's send
+// and receive handlers). The engine owns fd from the call on and closes
+// it, also when Adopt fails: before Serve has started the loops, once
+// Shutdown has begun, or when fd is no connected socket.
+func (e *Engine) Adopt(fd int) error {
+	e.mu.Lock()
+	loops := e.loops
+	e.mu.Unlock()
+	fail := func(err error) error {
+		unix.Close(fd)
+		return fmt.Errorf("loop: adopting a connection: %w", err)
+	}
+	switch {
+	case len(loops) == 0:
+		return fail(errors.New("the engine is not serving"))
+	case e.draining.Load():
+		return fail(errors.New("the engine is shutting down"))
+	}
+	sa, err := unix.Getpeername(fd)
+	if err != nil {
+		return fail(err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return fail(err)
+	}
+	l := loops[e.next.Add(1)%uint32(len(loops))]
+	l.post(func() {
+		if l.draining { // Shutdown began since (or the loop has ended)
+			unix.Close(fd)
+			return
+		}
+		l.register(fd, sockaddrToTCP(sa))
+	})
 	return nil
 }
 

@@ -21,8 +21,8 @@ import (
 // the connections accepted on it.
 type loop struct {
 	e     *Engine
-	epfd  int
-	park  *os.File        // an epoll instance holding epfd, on Go's netpoller: where an idle loop waits
+	p     poller          // readiness of the listener, the eventfd and the connections
+	park  *os.File        // an epoll instance holding p's descriptor, on Go's netpoller: where an idle loop waits
 	rawPk syscall.RawConn // park's, for the wait
 	pkSet int64           // the deadline park has now (Unix ns; -1 none)
 	evfd  int             // eventfd: post wakes the loop through it
@@ -55,26 +55,26 @@ type loop struct {
 type posted struct{ fn func() }
 
 func newLoop(e *Engine, lfd int) (*loop, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	p, err := newPoller()
 	if err != nil {
-		return nil, fmt.Errorf("loop: epoll_create1: %w", err)
+		return nil, err
 	}
 	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
 	if err != nil {
-		unix.Close(epfd)
+		p.close()
 		return nil, fmt.Errorf("loop: eventfd: %w", err)
 	}
-	l := &loop{e: e, epfd: epfd, evfd: evfd, lfd: lfd, pkSet: -1, done: make(chan struct{})}
+	l := &loop{e: e, p: p, evfd: evfd, lfd: lfd, pkSet: -1, done: make(chan struct{})}
 	if err := l.openPark(); err != nil {
 		unix.Close(evfd)
-		unix.Close(epfd)
+		p.close()
 		return nil, err
 	}
 	l.reading.timeout, l.idle.timeout, l.writing.timeout = e.cfg.ReadTimeout, e.cfg.IdleTimeout, e.cfg.WriteTimeout
 	l.lingering.timeout = lingerTimeout
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, evfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(evfd)}); err != nil {
+	if err := p.add(evfd, unix.EPOLLIN); err != nil {
 		l.closeFDs()
-		return nil, fmt.Errorf("loop: epoll_ctl eventfd: %w", err)
+		return nil, fmt.Errorf("loop: eventfd: %w", err)
 	}
 	if err := l.watchListener(); err != nil {
 		l.closeFDs()
@@ -84,9 +84,8 @@ func newLoop(e *Engine, lfd int) (*loop, error) {
 }
 
 func (l *loop) watchListener() error {
-	ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLEXCLUSIVE, Fd: int32(l.lfd)}
-	if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, l.lfd, &ev); err != nil {
-		return fmt.Errorf("loop: epoll_ctl listener: %w", err)
+	if err := l.p.add(l.lfd, unix.EPOLLIN|unix.EPOLLEXCLUSIVE); err != nil {
+		return fmt.Errorf("loop: listener: %w", err)
 	}
 	return nil
 }
@@ -113,8 +112,8 @@ func (l *loop) stop() {
 }
 
 // openPark makes the parking descriptor: an epoll instance whose one
-// entry is the loop's (an epoll descriptor is readable while it has
-// events ready), given to Go's netpoller. The entry is armed only while
+// entry is the poller's descriptor (readable while it has events ready),
+// given to Go's netpoller. The entry is armed only while
 // the loop is parked: armed for good, every event of a busy loop would
 // also wake the netpoller's thread for nothing.
 func (l *loop) openPark() error {
@@ -122,7 +121,7 @@ func (l *loop) openPark() error {
 	if err != nil {
 		return fmt.Errorf("loop: epoll_create1 (park): %w", err)
 	}
-	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, l.epfd, &unix.EpollEvent{Fd: int32(l.epfd)}); err != nil {
+	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, l.p.fd(), &unix.EpollEvent{Fd: int32(l.p.fd())}); err != nil {
 		unix.Close(fd)
 		return fmt.Errorf("loop: epoll_ctl (park): %w", err)
 	}
@@ -144,7 +143,7 @@ func (l *loop) openPark() error {
 // while parked, nothing otherwise.
 func (l *loop) armPark(ev uint32) error {
 	fd := int(l.park.Fd())
-	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_MOD, l.epfd, &unix.EpollEvent{Events: ev, Fd: int32(l.epfd)}); err != nil {
+	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_MOD, l.p.fd(), &unix.EpollEvent{Events: ev, Fd: int32(l.p.fd())}); err != nil {
 		return fmt.Errorf("loop: epoll_ctl (park): %w", err)
 	}
 	return nil
@@ -152,7 +151,7 @@ func (l *loop) armPark(ev uint32) error {
 
 func (l *loop) closeFDs() {
 	unix.Close(l.evfd)
-	unix.Close(l.epfd)
+	l.p.close()
 	l.park.Close()
 }
 
@@ -193,14 +192,14 @@ func (l *loop) run() {
 		if long && l.now-lastEvent > int64(parkAfter) {
 			n, err = l.waitParked(events)
 		} else {
-			n, err = unix.EpollWait(l.epfd, events, wait)
+			n, err = l.p.wait(events, wait)
 		}
 		l.now = time.Now().UnixNano()
 		if n > 0 {
 			lastEvent = l.now
 		}
 		if err != nil && !errors.Is(err, unix.EINTR) {
-			l.e.log.Error("epoll_wait failed: loop stops", "err", err)
+			l.e.log.Error("waiting for events failed: loop stops", "err", err)
 			l.closeAll()
 			return
 		}
@@ -253,7 +252,7 @@ func (l *loop) waitParked(events []unix.EpollEvent) (n int, err error) {
 	rerr := l.rawPk.Read(func(uintptr) bool {
 		// Checked once the wait is armed: an event that came after the
 		// last epoll_wait raised no edge on the parking descriptor.
-		n, werr = unix.EpollWait(l.epfd, events, 0)
+		n, werr = l.p.wait(events, 0)
 		return n > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
 	})
 	if err := l.armPark(0); err != nil {
@@ -365,40 +364,45 @@ func (l *loop) accept() {
 			return
 		}
 		l.acceptWait = 0
-		// As Go's net package does for every TCP connection: small
-		// responses leave at once (MSG_MORE still joins a header to
-		// its body).
-		unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-		c := &Conn{fd: fd, l: l, remote: sockaddrToTCP(sa)}
-		if lsa, err := unix.Getsockname(fd); err == nil {
-			c.local = sockaddrToTCP(lsa)
-		}
-		l.e.stats.Accepted.Add(1)
-		if !l.e.cfg.Handler.Accept(c) {
-			unix.Close(fd)
-			l.e.stats.Closed.Add(1)
-			continue
-		}
-		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}); err != nil {
-			l.e.log.Error("epoll_ctl of a new connection failed: closing it", "err", err)
-			c.closed = true
-			unix.Close(fd)
-			l.e.stats.Closed.Add(1)
-			l.e.cfg.Handler.Closed(c)
-			continue
-		}
-		c.events = unix.EPOLLIN
-		for fd >= len(l.conns) {
-			l.conns = append(l.conns, make([]*Conn, max(len(l.conns), 64))...)
-		}
-		l.conns[fd] = c
-		l.nconn++
-		if l.draining {
-			l.close(c)
-			continue
-		}
-		l.reading.push(c, l.now)
+		l.register(fd, sockaddrToTCP(sa))
 	}
+}
+
+// register serves fd, a connected socket, on this loop: accepted from
+// the listener, or adopted (Engine.Adopt). The Handler may refuse it.
+func (l *loop) register(fd int, remote *net.TCPAddr) {
+	// As Go's net package does for every TCP connection: small responses
+	// leave at once (MSG_MORE still joins a header to its body).
+	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	c := &Conn{fd: fd, l: l, remote: remote}
+	if lsa, err := unix.Getsockname(fd); err == nil {
+		c.local = sockaddrToTCP(lsa)
+	}
+	l.e.stats.Accepted.Add(1)
+	if !l.e.cfg.Handler.Accept(c) {
+		unix.Close(fd)
+		l.e.stats.Closed.Add(1)
+		return
+	}
+	if err := l.p.add(fd, unix.EPOLLIN); err != nil {
+		l.e.log.Error("watching a new connection failed: closing it", "err", err)
+		c.closed = true
+		unix.Close(fd)
+		l.e.stats.Closed.Add(1)
+		l.e.cfg.Handler.Closed(c)
+		return
+	}
+	c.events = unix.EPOLLIN
+	for fd >= len(l.conns) {
+		l.conns = append(l.conns, make([]*Conn, max(len(l.conns), 64))...)
+	}
+	l.conns[fd] = c
+	l.nconn++
+	if l.draining {
+		l.close(c)
+		return
+	}
+	l.reading.push(c, l.now)
 }
 
 // pauseAccept stops watching the listener for a while (out of
@@ -407,8 +411,8 @@ func (l *loop) accept() {
 func (l *loop) pauseAccept(err error) {
 	l.acceptWait = min(max(2*l.acceptWait, 5*time.Millisecond), time.Second)
 	l.acceptPaused = time.Unix(0, l.now).Add(l.acceptWait)
-	if e := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil); e != nil {
-		l.e.log.Error("epoll_ctl del listener", "err", e)
+	if e := l.p.del(l.lfd); e != nil {
+		l.e.log.Error("accept pause: the listener stays watched", "err", e)
 	}
 	if h, ok := l.e.cfg.Handler.(interface{ AcceptError(error) }); ok {
 		h.AcceptError(err)
@@ -587,7 +591,7 @@ func (l *loop) beginDrain() {
 	}
 	l.draining = true
 	if l.acceptPaused.IsZero() && l.lfd >= 0 {
-		unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, l.lfd, nil)
+		l.p.del(l.lfd) // fails only if it was not watched
 	}
 	// No event of this wake-up may reach accept now: Shutdown closes
 	// the listener (its number may then name another file).

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"segorigin/origin/loop"
 )
 
@@ -295,5 +297,91 @@ func TestManyIdleConnections(t *testing.T) {
 	}
 	if got := e.Stats().Accepted.Load(); got != int64(len(conns)) {
 		t.Errorf("accepted %d, want %d", got, len(conns))
+	}
+}
+
+// TestAdopt: a connection accepted elsewhere and handed to the engine is
+// served by a loop like one from its listener, and closed by it; Adopt
+// after Shutdown refuses, and closes what it was given.
+func TestAdopt(t *testing.T) {
+	h := &lineHandler{}
+	addr, e := startLoop(t, h, nil)
+	// One request through the listener: the loops are running.
+	c0, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c0.Close()
+	if _, err := io.WriteString(c0, "mem 3\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(c0, make([]byte, 3)); err != nil {
+		t.Fatal(err)
+	}
+
+	other, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	client, err := net.Dial("tcp", other.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	accepted, err := other.AcceptTCP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := accepted.File() // a duplicate descriptor: the engine's to own
+	accepted.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Dup(int(f.Fd()))
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Adopt(fd); err != nil {
+		t.Fatalf("Adopt: %v", err)
+	}
+	client.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(client)
+	for _, req := range []string{"mem 5\n", "close\n"} {
+		if _, err := io.WriteString(client, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatalf("reading the adopted connection: %v", err)
+	}
+	if string(got) != "mmmmmbye\n" {
+		t.Errorf("adopted connection answered %q, want %q", got, "mmmmmbye\n")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	wfd, err := unix.Dup(int(w.Fd()))
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Adopt(wfd); err == nil {
+		t.Error("Adopt after Shutdown: no error")
+	}
+	// Its descriptor was closed: the pipe's only writer is gone.
+	r.SetDeadline(time.Now().Add(5 * time.Second))
+	if n, err := r.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("after a refused Adopt the pipe reads %d, %v: want EOF (its writer closed)", n, err)
 	}
 }

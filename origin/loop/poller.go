@@ -1,0 +1,69 @@
+//go:build linux
+
+package loop
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// poller is how a loop learns which of its descriptors are ready: the
+// seam where a backend other than epoll (io_uring) plugs in without a
+// copy of the loop. Readiness is reported as unix.EpollEvent whatever the
+// backend: a descriptor and EPOLLIN, EPOLLOUT, EPOLLERR or EPOLLHUP bits.
+// Only the loop's thread calls it, but for close.
+type poller interface {
+	// add starts watching fd for ev (EPOLLIN, EPOLLOUT, or 0 for errors
+	// and hang-ups only; EPOLLEXCLUSIVE for a listener several loops
+	// share); mod changes what fd is watched for; del stops watching it.
+	// A closed descriptor is no longer watched.
+	add(fd int, ev uint32) error
+	mod(fd int, ev uint32) error
+	del(fd int) error
+	// wait fills events with what is ready, waiting up to ms
+	// milliseconds (-1: until something is, 0: not at all).
+	wait(events []unix.EpollEvent, ms int) (int, error)
+	// fd is readable while events are ready: a parked loop waits for it
+	// on Go's netpoller.
+	fd() int
+	close() error
+}
+
+// newPoller makes a loop's poller.
+var newPoller = newEpoll
+
+// epoll is the poller of every loop today: level-triggered epoll(7).
+type epoll struct{ epfd int }
+
+func newEpoll() (poller, error) {
+	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("loop: epoll_create1: %w", err)
+	}
+	return &epoll{epfd: fd}, nil
+}
+
+func (p *epoll) add(fd int, ev uint32) error { return p.ctl(unix.EPOLL_CTL_ADD, fd, ev) }
+func (p *epoll) mod(fd int, ev uint32) error { return p.ctl(unix.EPOLL_CTL_MOD, fd, ev) }
+
+func (p *epoll) del(fd int) error {
+	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
+		return fmt.Errorf("loop: epoll_ctl del %d: %w", fd, err)
+	}
+	return nil
+}
+
+func (p *epoll) ctl(op, fd int, ev uint32) error {
+	if err := unix.EpollCtl(p.epfd, op, fd, &unix.EpollEvent{Events: ev, Fd: int32(fd)}); err != nil {
+		return fmt.Errorf("loop: epoll_ctl %d: %w", fd, err)
+	}
+	return nil
+}
+
+func (p *epoll) wait(events []unix.EpollEvent, ms int) (int, error) {
+	return unix.EpollWait(p.epfd, events, ms)
+}
+
+func (p *epoll) fd() int      { return p.epfd }
+func (p *epoll) close() error { return unix.Close(p.epfd) }
