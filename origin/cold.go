@@ -2,6 +2,10 @@ package origin
 
 import (
 	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -81,7 +85,7 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		s.stats.Cold.Checked[k].Add(1)
 	} else {
 		s.stats.Cold.Checked[k].Add(1)
-		resident, err = s.ensureResident(name, k, h, first)
+		resident, err = s.cold.ensureResident(name, k, h, first)
 	}
 	if resident {
 		s.stats.Cold.Resident[k].Add(1)
@@ -97,22 +101,37 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	return stepNext
 }
 
+// coldPath makes the bytes a response needs resident before they are
+// sent, through the cold readers (coldread.Pool), so that no sendfile
+// waits for storage on a request's thread. It takes from the server only
+// what it needs: the cache's Acquire, copy buffers, the clock and the log.
+type coldPath struct {
+	pool     *coldread.Pool
+	st       *ColdCounters[atomic.Int64]
+	now      func() time.Time
+	acquire  func(name string) (*cache.Handle, error)
+	bufs     *sync.Pool // *[]byte
+	log      *slog.Logger
+	loggable func(string) string
+	failLog  *rateLimitedLog // reads failing or refused, once per interval
+}
+
 // ensureResident returns once sp of h is in the page cache, waiting for a
 // pool reader when it is not; resident says it was already. Errors are
 // coldread.ErrBusy and coldread.ErrDeadline (answered 503); when the pool
 // has stopped (draining) the span is sent as it is.
-func (s *Server) ensureResident(name string, k kind, h *cache.Handle, sp ranges.Span) (resident bool, err error) {
+func (c *coldPath) ensureResident(name string, k kind, h *cache.Handle, sp ranges.Span) (resident bool, err error) {
 	ok, err := coldread.Resident(h.Fd(), sp.Start, sp.Length, h.Size)
 	if err != nil {
-		s.stats.Cold.ProbeErrs.Add(1)
+		c.st.ProbeErrs.Add(1)
 	} else if ok {
 		return true, nil
 	}
-	s.stats.Cold.Waited.Add(1)
-	start := s.cfg.Now()
-	err = s.cold.Do(coldread.Key{Name: name, Off: sp.Start}, k == kindPlaylist, func() { s.loadForRequest(name, sp) })
-	s.stats.Cold.WaitNanos.Add(int64(s.cfg.Now().Sub(start)))
-	s.stats.Cold.WaitCount.Add(1)
+	c.st.Waited.Add(1)
+	start := c.now()
+	err = c.pool.Do(coldread.Key{Name: name, Off: sp.Start}, k == kindPlaylist, func() { c.loadForRequest(name, sp) })
+	c.st.WaitNanos.Add(int64(c.now().Sub(start)))
+	c.st.WaitCount.Add(1)
 	if errors.Is(err, coldread.ErrClosed) {
 		return false, nil
 	}
@@ -120,7 +139,7 @@ func (s *Server) ensureResident(name string, k kind, h *cache.Handle, sp ranges.
 		return false, err
 	}
 	if ok, _ := coldread.Resident(h.Fd(), sp.Start, sp.Length, h.Size); !ok {
-		s.stats.Cold.StillCold.Add(1)
+		c.st.StillCold.Add(1)
 	}
 	return false, nil
 }
@@ -129,26 +148,26 @@ func (s *Server) ensureResident(name string, k kind, h *cache.Handle, sp ranges.
 // holds for name into a discard buffer. It acquires the file itself rather
 // than borrowing the request's handle, because the request may stop
 // waiting (deadline) and release its handle while the read goes on.
-func (s *Server) loadForRequest(name string, sp ranges.Span) {
-	n, err := s.load(name, sp)
-	s.stats.Cold.LoadBytes.Add(n)
+func (c *coldPath) loadForRequest(name string, sp ranges.Span) {
+	n, err := c.load(name, sp)
+	c.st.LoadBytes.Add(n)
 	if err != nil {
-		s.loadFailed(name, sp.Start, err)
+		c.loadFailed(name, sp.Start, err)
 	}
 }
 
 // loadFailed counts and (rate-limited) logs a cold or read-ahead read
 // that failed.
-func (s *Server) loadFailed(name string, off int64, err error) {
-	s.stats.Cold.LoadErrs.Add(1)
-	if s.coldLog.Allow() {
-		s.log.Warn("cold read failed", "path", s.loggable(name), "off", off, "err", err)
+func (c *coldPath) loadFailed(name string, off int64, err error) {
+	c.st.LoadErrs.Add(1)
+	if c.failLog.Allow() {
+		c.log.Warn("cold read failed", "path", c.loggable(name), "off", off, "err", err)
 	}
 }
 
 // load makes sp of name resident and returns the bytes it covered.
-func (s *Server) load(name string, sp ranges.Span) (int64, error) {
-	h, err := s.cache.Acquire(name)
+func (c *coldPath) load(name string, sp ranges.Span) (int64, error) {
+	h, err := c.acquire(name)
 	if err != nil {
 		return 0, err
 	}
@@ -157,8 +176,8 @@ func (s *Server) load(name string, sp ranges.Span) (int64, error) {
 	if n <= 0 {
 		return 0, nil
 	}
-	bp := s.bufPool.Get().(*[]byte)
-	defer s.bufPool.Put(bp)
+	bp := c.bufs.Get().(*[]byte)
+	defer c.bufs.Put(bp)
 	return n, coldread.Load(h.Fd(), sp.Start, n, *bp)
 }
 
@@ -182,7 +201,7 @@ func (b *bodyStream) sendSpan(w bodyWriter, sp ranges.Span, first bool) (int64, 
 				win.Length = coldFirstWindow
 			}
 		case !first:
-			if _, err := s.ensureResident(b.name, b.kind, b.h, win); err != nil {
+			if _, err := s.cold.ensureResident(b.name, b.kind, b.h, win); err != nil {
 				s.stats.Cold.Aborted.Add(1)
 				return sent, err
 			}
@@ -220,7 +239,7 @@ func (s *Server) ColdPoolStats() *coldread.Stats {
 	if s.cold == nil {
 		return nil
 	}
-	return s.cold.Stats()
+	return s.cold.pool.Stats()
 }
 
 // ColdReadersBusy is how many cold readers are reading now.
@@ -228,13 +247,12 @@ func (s *Server) ColdReadersBusy() int {
 	if s.cold == nil {
 		return 0
 	}
-	return int(s.cold.Stats().Running.Load())
+	return int(s.cold.pool.Stats().Running.Load())
 }
 
 // coldMetrics declares the cold path's metrics: the request side's
-// (st) and the readers' (coldread.Stats, live).
-func (s *Server) coldMetrics(t *table, st *ColdStats) {
-	ps := s.ColdPoolStats()
+// (st) and the readers' (ps: coldread.Stats, live; nil when off).
+func coldMetrics(t *table, st *ColdStats, ps *coldread.Stats) {
 	if ps == nil {
 		ps = new(coldread.Stats)
 	}

@@ -2,6 +2,9 @@ package origin
 
 import (
 	"errors"
+	"log/slog"
+	"sync/atomic"
+	"time"
 
 	"segorigin/cache"
 	"segorigin/origin/coldread"
@@ -46,23 +49,42 @@ type ContentCounters[C any] struct {
 	AttrReadErr C // attributes that could not be read (hashed instead)
 }
 
+// contentTags makes and keeps content validators (-etag content): from
+// the cache entry, the file's extended attribute, or a hash of its bytes
+// on a cold reader. It takes from the server only what it needs.
+type contentTags struct {
+	cold     *coldread.Pool // hashes run on its readers; nil: where the request waits
+	st       *ContentCounters[atomic.Int64]
+	now      func() time.Time
+	log      *slog.Logger
+	loggable func(string) string
+	hashLog  *rateLimitedLog // hashes that failed: shared with the cold reads' failures
+	attrLog  rateLimitedLog  // validators that could not be stored, once per interval
+}
+
+func newContentTags(cfg Config, cold *coldread.Pool, st *ContentCounters[atomic.Int64], hashLog *rateLimitedLog, loggable func(string) string) *contentTags {
+	t := &contentTags{cold: cold, st: st, now: cfg.Now, log: cfg.Logger, loggable: loggable, hashLog: hashLog}
+	t.attrLog.Every, t.attrLog.Now = 10*time.Second, cfg.Now
+	return t
+}
+
 // content returns h's content validator when it is known without a hash:
 // kept with the cache entry, or (when block is true: one fgetxattr) in the
 // file's extended attribute. nil: not known yet.
-func (s *Server) content(h *cache.Handle, block bool) *cache.Content {
+func (t *contentTags) content(h *cache.Handle, block bool) *cache.Content {
 	if c := h.Content(); c != nil || !block {
 		return c
 	}
-	t, ok, err := etag.Load(h.Fd(), handleVersion(h))
+	stored, ok, err := etag.Load(h.Fd(), handleVersion(h))
 	if err != nil {
-		s.stats.Content.AttrReadErr.Add(1)
+		t.st.AttrReadErr.Add(1)
 		return nil
 	}
 	if !ok {
 		return nil
 	}
-	s.stats.Content.FromAttr.Add(1)
-	h.SetContent(&cache.Content{ETag: t.ETag, Changed: t.Changed})
+	t.st.FromAttr.Add(1)
+	h.SetContent(&cache.Content{ETag: stored.ETag, Changed: stored.Changed})
 	return h.Content()
 }
 
@@ -70,9 +92,9 @@ func (s *Server) content(h *cache.Handle, block bool) *cache.Content {
 // reader when it is not known: the request waits at most -cold-deadline
 // (then coldread.ErrDeadline: 503 with Retry-After; the hash goes on, and
 // a later request finds it). Without cold readers the hash runs here.
-func (s *Server) hashContent(h *cache.Handle) (*cache.Content, error) {
-	if s.cold == nil {
-		s.hash(h)
+func (t *contentTags) hashContent(h *cache.Handle) (*cache.Content, error) {
+	if t.cold == nil {
+		t.hash(h)
 	}
 	// Twice at most: a request may join the hash of an older version of
 	// the same name, which leaves h's unknown.
@@ -80,49 +102,49 @@ func (s *Server) hashContent(h *cache.Handle) (*cache.Content, error) {
 		if c := h.Content(); c != nil {
 			return c, nil
 		}
-		if s.cold == nil {
+		if t.cold == nil {
 			break
 		}
-		err := s.cold.Do(coldread.Key{Name: h.Name, Off: hashOff}, false, func() {
+		err := t.cold.Do(coldread.Key{Name: h.Name, Off: hashOff}, false, func() {
 			// The request may stop waiting and release h meanwhile:
 			// the job holds its own reference, if h is still open.
 			if !h.Retain() {
 				return
 			}
 			defer h.Release()
-			s.hash(h)
+			t.hash(h)
 		})
 		switch {
 		case errors.Is(err, coldread.ErrClosed):
-			s.hash(h) // draining: no readers left, and this request may block
+			t.hash(h) // draining: no readers left, and this request may block
 		case err != nil:
-			s.stats.Content.Refused.Add(1)
+			t.st.Refused.Add(1)
 			return nil, err
 		}
 	}
 	if c := h.Content(); c != nil {
 		return c, nil
 	}
-	s.stats.Content.Refused.Add(1)
+	t.st.Refused.Add(1)
 	return nil, errContentUnknown
 }
 
 // hash computes h's validator, keeps it with h and stores it in the
 // file's extended attribute. It blocks on storage: it runs on a cold
 // reader (or where the request may block).
-func (s *Server) hash(h *cache.Handle) {
+func (t *contentTags) hash(h *cache.Handle) {
 	if h.Content() != nil {
 		return
 	}
 	v := handleVersion(h)
-	start := s.cfg.Now()
+	start := t.now()
 	buf := make([]byte, min(h.Size, hashBuf)+1) // one per version of a file: rare, and a pool would pin 1 MiB per reader
 	tag, err := etag.Sum(h.File, h.Size, buf)
-	s.stats.Content.HashNanos.Add(int64(s.cfg.Now().Sub(start)))
+	t.st.HashNanos.Add(int64(t.now().Sub(start)))
 	if err != nil {
-		s.stats.Content.ReadErrors.Add(1)
-		if s.coldLog.Allow() {
-			s.log.Warn("content hash failed", "path", s.loggable(h.Name), "err", err)
+		t.st.ReadErrors.Add(1)
+		if t.hashLog.Allow() {
+			t.log.Warn("content hash failed", "path", t.loggable(h.Name), "err", err)
 		}
 		return
 	}
@@ -130,18 +152,18 @@ func (s *Server) hash(h *cache.Handle) {
 	if err != nil || etag.VersionOf(fi) != v {
 		// Written meanwhile (etag rule 2): the settle rule holds the
 		// file back until it is still again.
-		s.stats.Content.Changed.Add(1)
+		t.st.Changed.Add(1)
 		return
 	}
-	s.stats.Content.Hashed.Add(1)
-	s.stats.Content.HashBytes.Add(h.Size)
+	t.st.Hashed.Add(1)
+	t.st.HashBytes.Add(h.Size)
 	h.SetContent(&cache.Content{ETag: tag, Changed: v.Ctime})
-	err = etag.Store(h.Fd(), v, etag.Tag{ETag: tag, Changed: v.Ctime}, func() int64 { return s.cfg.Now().UnixNano() })
+	err = etag.Store(h.Fd(), v, etag.Tag{ETag: tag, Changed: v.Ctime}, func() int64 { return t.now().UnixNano() })
 	if err != nil {
-		s.stats.Content.AttrFailed.Add(1)
-		if s.attrLog.Allow() {
-			s.log.Warn("content ETag kept in memory only: a restart hashes the file again (segorigin etag DIR stores them ahead)",
-				"path", s.loggable(h.Name), "err", err, "suppressed", s.attrLog.Suppressed())
+		t.st.AttrFailed.Add(1)
+		if t.attrLog.Allow() {
+			t.log.Warn("content ETag kept in memory only: a restart hashes the file again (segorigin etag DIR stores them ahead)",
+				"path", t.loggable(h.Name), "err", err, "suppressed", t.attrLog.Suppressed())
 		}
 	}
 }

@@ -591,7 +591,7 @@ func (r *h1Req) readyWindow(_ *wire.Part, off, n int64) (int64, bool) {
 		defer r.ls.offloads.Done()
 		own, err := s.cache.Acquire(name)
 		if err == nil {
-			_, err = s.ensureResident(name, kind, own, ranges.Span{Start: off, Length: n})
+			_, err = s.cold.ensureResident(name, kind, own, ranges.Span{Start: off, Length: n})
 			own.Release()
 		}
 		if err != nil {

@@ -2,9 +2,10 @@ package origin
 
 import (
 	"errors"
+	"log/slog"
 	"sync"
-
-	"github.com/valyala/fasthttp"
+	"sync/atomic"
+	"time"
 
 	"segorigin/cache"
 	"segorigin/origin/publish"
@@ -52,6 +53,30 @@ func (l *inProgressLog) forget(name string) {
 	l.mu.Unlock()
 }
 
+// publisher decides whether a file is published: the settle rule
+// (origin/publish) over the file's dates, what the watcher saw written
+// lately, and the kernel's word on writers. It counts and logs the answers
+// about files still being written. It takes from the server only what it
+// needs: the clock, the cache's invalidation, the log and its redaction.
+type publisher struct {
+	rule     publish.Rule
+	writes   publish.Writes // files the watcher saw written lately
+	answer   InProgressMode
+	now      func() time.Time
+	drop     func(name string) // the cache's Invalidate
+	count    *atomic.Int64     // Stats.InProgress
+	log      *slog.Logger
+	loggable func(string) string
+	logged   inProgressLog // files in progress, once per file
+}
+
+func newPublisher(cfg Config, count *atomic.Int64, drop func(string), loggable func(string) string) *publisher {
+	p := &publisher{rule: publish.Rule{Settle: cfg.Settle}, answer: cfg.InProgress, now: cfg.Now,
+		drop: drop, count: count, log: cfg.Logger, loggable: loggable}
+	p.logged.limit.Every, p.logged.limit.Now = 10*time.Second, cfg.Now
+	return p
+}
+
 // noteWrite is the watcher's OnWrite: the file at name was just written.
 //
 // The end of a write is judged by time, not by inotify's IN_CLOSE_WRITE:
@@ -61,9 +86,9 @@ func (l *inProgressLog) forget(name string) {
 // for longer than -settle in the middle of a file and then goes on.
 // Packagers, cp, rsync and scp write without such pauses, and a close is
 // no proof of completeness either (a writer may reopen to append).
-func (s *Server) noteWrite(name string) {
-	s.writes.Note(name, s.cfg.Now().UnixNano(), s.cfg.Settle)
-	s.inProgressLog.forget(name)
+func (pb *publisher) noteWrite(name string) {
+	pb.writes.Note(name, pb.now().UnixNano(), pb.rule.Settle)
+	pb.logged.forget(name)
 }
 
 // inProgress reports whether h, the file h.Name, last changed
@@ -72,15 +97,15 @@ func (s *Server) noteWrite(name string) {
 // For a file that settled long ago it makes no system call: h's dates are
 // the fstat of its open, and every write since has ended the cache entry
 // (the watcher) or will (revalidation); an entry found in progress is
-// unlisted at once (checkInProgress), so no entry opened mid-write is
-// judged by old dates later. A file the settle rule holds back (written
-// within -settle) is settled at once if the kernel says no process has
-// it open for writing (writerOpen): a writer that closed its file is done
-// with it, and one that still has it open is not, however long it pauses.
-func (s *Server) inProgress(h *cache.Handle, changed int64) bool {
-	now := s.cfg.Now().UnixNano()
+// unlisted at once (check), so no entry opened mid-write is judged by old
+// dates later. A file the settle rule holds back (written within -settle)
+// is settled at once if the kernel says no process has it open for
+// writing (writerOpen): a writer that closed its file is done with it,
+// and one that still has it open is not, however long it pauses.
+func (pb *publisher) inProgress(h *cache.Handle, changed int64) bool {
+	now := pb.now().UnixNano()
 	f := publish.File{ModTime: h.ModTime.UnixNano(), Ctime: changed}
-	if !s.publish.InProgress(f, s.writes.Seen(h.Name, now, s.cfg.Settle), now) {
+	if !pb.rule.InProgress(f, pb.writes.Seen(h.Name, now, pb.rule.Settle), now) {
 		return false
 	}
 	if open, known := writerOpen(h.Fd()); known {
@@ -89,35 +114,31 @@ func (s *Server) inProgress(h *cache.Handle, changed int64) bool {
 	return true
 }
 
-// checkInProgress applies the settle rule to a request for p.h. true:
-// ctx holds the answer (503); it is final, and counted. Otherwise, when
-// the file is in progress and -in-progress uncached sends its bytes with
-// no-store, p.inProgress records it, counted once the plan is final.
-func (s *Server) checkInProgress(ctx *fasthttp.RequestCtx, p *plan) bool {
-	h := p.h
-	if !s.inProgress(h, p.changed) {
-		return false
+// check applies the settle rule to a request for h, which last changed at
+// changed. A file in progress is unlisted from the cache (the next request
+// opens it again, to judge it by its final dates and serve it at its final
+// size). Then either uncached: its bytes go out with no-store
+// (-in-progress uncached; counted by the caller once its answer is final),
+// or errInProgress, counted here: the answer is 503.
+func (pb *publisher) check(h *cache.Handle, changed int64) (uncached bool, err error) {
+	if !pb.inProgress(h, changed) {
+		return false, nil
 	}
-	// Reopened by the next request, so that the settled file is judged by
-	// its final dates and served at its final size.
-	s.cache.Invalidate(h.Name)
-	if s.cfg.InProgress == InProgressUncached {
-		p.inProgress, p.inProgressSize = true, h.Size
-		return false
+	pb.drop(h.Name)
+	if pb.answer == InProgressUncached {
+		return true, nil
 	}
-	s.countInProgress(h.Name, h.Size)
-	s.fail(ctx, errInProgress)
-	ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
-	return true
+	pb.counted(h.Name, h.Size)
+	return false, errInProgress
 }
 
-// countInProgress counts and logs (once per file) an answer about a file
-// still being written.
-func (s *Server) countInProgress(name string, size int64) {
-	s.stats.InProgress.Add(1)
-	if s.inProgressLog.first(name) && s.inProgressLog.limit.Allow() {
-		s.log.Info("file still being written: not published until it settles",
-			"path", s.loggable(name), "size", size, "settle", s.cfg.Settle, "answer", string(s.cfg.InProgress),
-			"suppressed", s.inProgressLog.limit.Suppressed())
+// counted counts and logs (once per file) an answer about a file still
+// being written.
+func (pb *publisher) counted(name string, size int64) {
+	pb.count.Add(1)
+	if pb.logged.first(name) && pb.logged.limit.Allow() {
+		pb.log.Info("file still being written: not published until it settles",
+			"path", pb.loggable(name), "size", size, "settle", pb.rule.Settle, "answer", string(pb.answer),
+			"suppressed", pb.logged.limit.Suppressed())
 	}
 }

@@ -86,7 +86,7 @@ func seconds(nanos int64) float64 { return float64(nanos) / 1e9 }
 func (s *Server) Metrics() ([]*Metric, []Series) {
 	st := s.Stats()
 	t := &table{}
-	s.serverMetrics(t, &st)
+	serverMetrics(t, &st, s.Build(), s.RootAvailable(), s.LogSuppressed())
 	listenerMetrics(t, &st.ListenerCounters)
 	transportMetrics(t, &st.Transport)
 	authMetrics(t, &st.Auth)
@@ -95,12 +95,13 @@ func (s *Server) Metrics() ([]*Metric, []Series) {
 	contentMetrics(t, &st.Content)
 	cmcdMetrics(t, &st.CMCD)
 	loopMetrics(t, &st.Loop)
-	s.cacheMetrics(t)
+	cacheMetrics(t, s.CacheStats())
 	t.off = s.cold == nil
-	s.coldMetrics(t, &st.Cold)
+	coldMetrics(t, &st.Cold, s.ColdPoolStats())
 	t.off = s.ra == nil
 	readAheadMetrics(t, &st.ReadAhead)
 	t.off = s.watch == nil
-	s.watchMetrics(t)
+	ws, _ := s.WatchStats()
+	watchMetrics(t, ws)
 	return t.metrics, t.series
 }

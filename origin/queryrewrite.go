@@ -141,7 +141,7 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // request's read waits for storage only there).
 func (s *Server) readWhole(h *cache.Handle) ([]byte, error) {
 	if s.cold != nil {
-		if _, err := s.ensureResident(h.Name, kindPlaylist, h, ranges.Span{Start: 0, Length: h.Size}); err != nil {
+		if _, err := s.cold.ensureResident(h.Name, kindPlaylist, h, ranges.Span{Start: 0, Length: h.Size}); err != nil {
 			return nil, err
 		}
 	}

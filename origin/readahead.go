@@ -252,7 +252,7 @@ func (ra *readAhead) submit(req raRequest, t predict.Entry, src raSource) {
 			return
 		}
 	}
-	switch err := ra.srv.cold.Go(coldread.Key{Name: t.Name, Off: t.Off}, func() { ra.prefetch(t) }); {
+	switch err := ra.srv.cold.pool.Go(coldread.Key{Name: t.Name, Off: t.Off}, func() { ra.prefetch(t) }); {
 	case err == nil:
 		ra.stats.Predicted[src].Add(1)
 	case errors.Is(err, coldread.ErrBusy):
@@ -363,7 +363,7 @@ func (ra *readAhead) prefetch(t predict.Entry) {
 	bp := ra.srv.bufPool.Get().(*[]byte)
 	defer ra.srv.bufPool.Put(bp)
 	if err := coldread.Load(h.Fd(), t.Off, n, *bp); err != nil {
-		ra.srv.loadFailed(t.Name, t.Off, err)
+		ra.srv.cold.loadFailed(t.Name, t.Off, err)
 		return
 	}
 	ra.stats.Issued.Add(1)
@@ -429,7 +429,7 @@ func (ra *readAhead) buildDir(dir string) {
 		return
 	}
 	ra.dirs.Add(dir, &dirIndex{building: true})
-	if err := ra.srv.cold.Go(coldread.Key{Name: dir + "/", Off: -1}, func() { ra.indexDir(dir) }); err != nil && !errors.Is(err, coldread.ErrQueued) {
+	if err := ra.srv.cold.pool.Go(coldread.Key{Name: dir + "/", Off: -1}, func() { ra.indexDir(dir) }); err != nil && !errors.Is(err, coldread.ErrQueued) {
 		ra.dirs.Remove(dir)
 	}
 }
@@ -497,7 +497,7 @@ func (ra *readAhead) fromSidx(name string, h *cache.Handle, sp ranges.Span) (pre
 	if !ok || si.etag != h.ETag {
 		ra.sidx.Add(name, &sidxIndex{etag: h.ETag}) // marker: being read
 		etag := h.ETag
-		if err := ra.srv.cold.Go(coldread.Key{Name: name, Off: -1}, func() { ra.indexSidx(name, etag) }); err != nil && !errors.Is(err, coldread.ErrQueued) {
+		if err := ra.srv.cold.pool.Go(coldread.Key{Name: name, Off: -1}, func() { ra.indexSidx(name, etag) }); err != nil && !errors.Is(err, coldread.ErrQueued) {
 			ra.sidx.Remove(name)
 		}
 		return predict.Entry{}, false

@@ -18,9 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"segorigin/cache"
-	"segorigin/origin/coldread"
 	"segorigin/origin/conn"
-	"segorigin/origin/publish"
 	"segorigin/watcher"
 )
 
@@ -32,7 +30,7 @@ type Server struct {
 	root  *os.Root // confines opens to cfg.Root (symlinks included)
 	cache *cache.Cache
 	watch *watcher.Watcher // nil when cfg.Watch is false
-	cold  *coldread.Pool   // nil when cfg.ColdReaders is 0
+	cold  *coldPath        // nil when cfg.ColdReaders is 0
 	ra    *readAhead       // nil when read-ahead is off
 	// opens bounds opens and stats in progress (cache misses and
 	// revalidations) to cfg.ColdReaders when the cold path is on: on slow
@@ -61,10 +59,8 @@ type Server struct {
 	fasthttpLog rateLimitedLog // fasthttp's own lines (they echo request bytes), once per interval
 	coldLog     rateLimitedLog // cold reads failing or refused, once per interval
 
-	publish       publish.Rule   // the settle rule, from cfg.Settle
-	writes        publish.Writes // files the watcher saw written lately
-	inProgressLog inProgressLog  // files in progress, once per file
-	attrLog       rateLimitedLog // content validators that could not be stored, once per interval
+	pub  *publisher   // the settle rule: files still being written
+	tags *contentTags // content validators (-etag content)
 
 	streamPool sync.Pool // *bodyStream
 	planPool   sync.Pool // *plan
@@ -147,8 +143,8 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
-	s.publish = publish.Rule{Settle: cfg.Settle}
-	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog, &s.inProgressLog.limit, &s.attrLog} {
+	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
+	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog} {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }
@@ -217,13 +213,17 @@ func (s *Server) newTLS(*cleanups) (err error) {
 
 // newColdPath makes the cold readers, the bound on opens and read-ahead.
 func (s *Server) newColdPath(*cleanups) (err error) {
-	if s.cold, err = newColdPool(s.cfg); err != nil {
+	pool, err := newColdPool(s.cfg)
+	if err != nil {
 		return fmt.Errorf("origin: %w", err)
 	}
-	if s.cold == nil {
+	s.tags = newContentTags(s.cfg, pool, &s.stats.Content, &s.coldLog, s.loggable)
+	if pool == nil {
 		s.log.Warn("cold readers off (cold-readers 0): a send of bytes not in the page cache blocks its thread on storage, nothing is read ahead, and opens are not bounded")
 		return nil
 	}
+	s.cold = &coldPath{pool: pool, st: &s.stats.Cold, now: s.cfg.Now, acquire: func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) },
+		bufs: &s.bufPool, log: s.log, loggable: s.loggable, failLog: &s.coldLog}
 	s.opens = make(chan struct{}, s.cfg.ColdReaders)
 	if s.cfg.ReadAhead.Readers > 0 {
 		if s.ra, err = newReadAhead(s); err != nil {
@@ -274,7 +274,7 @@ func (s *Server) newWatcher(*cleanups) (err error) {
 		Target:     invalidator{s},
 		Logger:     s.log,
 		OnDegraded: s.onWatchDegraded,
-		OnWrite:    s.noteWrite,
+		OnWrite:    s.pub.noteWrite,
 	})
 	if err != nil {
 		return fmt.Errorf("origin: watcher: %w", err)
@@ -461,7 +461,7 @@ func (s *Server) startBackground(ctx context.Context, wg *sync.WaitGroup) {
 		wg.Go(func() { s.watchRoot(ctx, s.cfg.RootCheckEvery) })
 	}
 	if s.cold != nil {
-		wg.Go(func() { s.cold.Run(ctx) })
+		wg.Go(func() { s.cold.pool.Run(ctx) })
 	}
 	if s.tls != nil {
 		wg.Go(func() { s.tls.PollCertificates(ctx) })

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
+	"segorigin/cache"
 	"segorigin/origin/conn"
 	"segorigin/origin/loop"
 	"segorigin/watcher"
@@ -77,7 +78,7 @@ func (s *Server) LogSuppressed() map[string]int64 {
 		"parse_error": s.parseErrLog.Dropped(), "bad_path": s.badPathLog.Dropped(),
 		"root_escape": s.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.Dropped(),
 		"emfile": s.emfileLog.Dropped(), "auth": auth, "access_log": s.access.errLog.Dropped(),
-		"in_progress": s.inProgressLog.limit.Dropped(),
+		"in_progress": s.pub.logged.limit.Dropped(),
 	}
 }
 
@@ -164,16 +165,15 @@ func (s *Server) record(ctx *fasthttp.RequestCtx, k kind, d time.Duration) {
 func (s *Server) Build() BuildInfo { return s.cfg.Build }
 
 // serverMetrics declares the metrics of the request path as a whole.
-func (s *Server) serverMetrics(t *table, st *Stats) {
+func serverMetrics(t *table, st *Stats, b BuildInfo, rootAvailable bool, suppressed map[string]int64) {
 	t.one("requests_total", "Requests that reached the handler.", st.Requests)
 	t.byLabel(t.counter("responses_total", "Responses by status class (unparseable requests' 400, 408 and 431 included).", "class"),
 		map[string]int64{"2xx": st.Status2xx, "3xx": st.Status3xx, "4xx": st.Status4xx, "5xx": st.Status5xx})
 	t.each(t.counter("responses_by_code_total", "Responses by status code: the codes the server emits, any other as \"other\".", "code"),
 		st.ByStatus[:], StatusLabel)
-	b := s.Build()
 	t.add(t.gauge("build_info", "The running binary: version, Go version and VCS commit; always 1.", "version", "goversion", "commit"),
 		1, b.Version, b.GoVersion, b.Commit)
-	t.add(t.gauge("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check."), gaugeFlag(s.RootAvailable()))
+	t.add(t.gauge("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check."), gaugeFlag(rootAvailable))
 	t.one("root_unavailable_total", "Times the media root was found missing, replaced or unreadable (each outage counted once).", st.RootUnavailable)
 	t.each(t.counter("file_responses_total", "File responses (200, 206, 304) by kind of file.", "kind"), st.Kinds[:], KindName)
 	t.one("bad_requests_total", "Requests refused before the handler: unparseable, timed out or too large (400, 408, 413, 414, 431, 505).", st.BadRequests)
@@ -184,7 +184,7 @@ func (s *Server) serverMetrics(t *table, st *Stats) {
 	t.one("access_log_errors_total", "Access log lines the log writer refused.", st.AccessLogErrors)
 	t.one("in_progress_total", "Requests for a file still being written (-settle): answered 503, or with -in-progress uncached its bytes with no-store.", st.InProgress)
 	t.byLabel(t.counter("log_suppressed_total", "Log lines held back by rate limiting, by kind (their events are still counted by their own metrics).", "kind"),
-		s.LogSuppressed())
+		suppressed)
 }
 
 // listenerMetrics declares the metrics of the listeners' gate
@@ -210,8 +210,7 @@ func loopMetrics(t *table, st *LoopStats) {
 
 // cacheMetrics declares the file cache's metrics, read from its own
 // snapshot (cache.Stats).
-func (s *Server) cacheMetrics(t *table) {
-	cs := s.CacheStats()
+func cacheMetrics(t *table, cs cache.Stats) {
 	ops := t.counter("cache_operations_total", "File cache operations.", "op")
 	for op, v := range map[string]uint64{
 		"hit": cs.Hits, "miss": cs.Misses, "negative_hit": cs.NegativeHits, "eviction": cs.Evictions,
@@ -231,8 +230,7 @@ func (s *Server) cacheMetrics(t *table) {
 
 // watchMetrics declares the watcher's metrics, read from its own snapshot
 // (watcher.Stats).
-func (s *Server) watchMetrics(t *table) {
-	ws, _ := s.WatchStats()
+func watchMetrics(t *table, ws watcher.Stats) {
 	t.add(t.counter("watcher_events_total", "File system events the watcher processed."), int64(ws.Events))
 	t.add(t.counter("watcher_overflows_total", "fsnotify event-queue overflows."), int64(ws.Overflows))
 	t.add(t.gauge("watcher_directories", "Directories watched."), ws.WatchedDirs)

@@ -83,7 +83,7 @@ func (s *Server) advance(ctx *fasthttp.RequestCtx, p *plan) {
 		}
 	}
 	if p.inProgress {
-		s.countInProgress(p.name.view(), p.inProgressSize)
+		s.pub.counted(p.name.view(), p.inProgressSize)
 	}
 }
 
@@ -123,7 +123,7 @@ func (s *Server) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
 	p.changed = h.ChangeTime()
 	p.content = nil
 	if s.cfg.ETag == ETagContent {
-		if p.content = s.content(h, !p.noBlock); p.content == nil && p.noBlock {
+		if p.content = s.tags.content(h, !p.noBlock); p.content == nil && p.noBlock {
 			return stepSuspend
 		} else if p.content != nil {
 			p.changed = p.content.Changed
@@ -136,10 +136,18 @@ func (s *Server) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
 	return stepNext
 }
 
-// stepPublish applies the settle rule (checkInProgress).
+// stepPublish applies the settle rule: a file still being written is
+// answered 503, or with -in-progress uncached its bytes go out with
+// no-store.
 func (s *Server) stepPublish(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	if s.checkInProgress(ctx, p) {
+	uncached, err := s.pub.check(p.h, p.changed)
+	if err != nil {
+		s.fail(ctx, err)
+		ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
 		return stepAnswered
+	}
+	if uncached {
+		p.inProgress, p.inProgressSize = true, p.h.Size
 	}
 	return stepNext
 }
@@ -156,7 +164,7 @@ func (s *Server) stepContentTag(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		if p.noBlock {
 			return stepSuspend
 		}
-		c, err := s.hashContent(p.h)
+		c, err := s.tags.hashContent(p.h)
 		if err != nil {
 			s.fail(ctx, err)
 			return stepAnswered
