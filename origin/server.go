@@ -30,7 +30,6 @@ import (
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
-	root  *os.Root // confines opens to cfg.Root (symlinks included)
 	cache *cache.Cache
 	watch *watcher.Watcher // nil when cfg.Watch is false
 	cold  *coldread.Pool   // nil when cfg.ColdReaders is 0
@@ -48,11 +47,9 @@ type Server struct {
 	tls      *conn.TLS                  // nil without a TLS certificate
 	stats    counters
 
-	rootDown atomic.Bool // the last CheckRoot failed
-
-	// realRoot is cfg.Root with its own symlinks resolved: what
-	// hiddenTarget measures an opened file's real path against.
-	realRoot string
+	rootDown atomic.Bool             // the last CheckRoot failed
+	rootDir  atomic.Pointer[rootDir] // the media root served now (rootdir.go)
+	rootMu   sync.Mutex              // serialises root checks and swaps (probeRoot)
 
 	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
 
@@ -94,22 +91,20 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("origin: root: %w", err)
 	}
 	cfg.Root = abs
-	realRoot, err := filepath.EvalSymlinks(abs)
+	rt, err := openRootDir(abs)
 	if err != nil {
 		return nil, fmt.Errorf("origin: root: %w", err)
 	}
-	root, err := os.OpenRoot(abs)
-	if err != nil {
-		return nil, fmt.Errorf("origin: root: %w", err)
-	}
+	root := rt.dir
 	clientID, err := newClientIdentity(cfg)
 	if err != nil {
 		root.Close()
 		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
 	}
-	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, root: root, realRoot: realRoot, cors: newCORSPolicy(cfg),
+	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, cors: newCORSPolicy(cfg),
 		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers),
 		types: mediaTypeTable(cfg.Types)}
+	s.rootDir.Store(rt)
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
@@ -305,14 +300,8 @@ func (s *Server) open(name string) (*os.File, error) {
 		return nil, err
 	}
 	defer s.giveOpen()
-	joined := filepath.Join(s.cfg.Root, filepath.FromSlash(name))
-	var f *os.File
-	var err error
-	if s.cfg.FollowSymlinks {
-		f, err = os.OpenFile(joined, flags, 0)
-	} else {
-		f, err = s.root.OpenFile(filepath.FromSlash(name), flags, 0)
-	}
+	var joined string
+	f, rt, err := inRoot(s, func(rt *rootDir) (f *os.File, err error) { f, joined, err = s.openIn(rt, name, flags); return })
 	if err != nil || s.cfg.ServeDotfiles {
 		return f, err
 	}
@@ -323,7 +312,7 @@ func (s *Server) open(name string) (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
-	if hiddenTarget(s.realRoot, real) {
+	if hiddenTarget(rt.real, real) {
 		f.Close()
 		return nil, errHiddenTarget
 	}
@@ -369,10 +358,8 @@ func (s *Server) stat(name string) (fs.FileInfo, error) {
 		return nil, err
 	}
 	defer s.giveOpen()
-	if s.cfg.FollowSymlinks {
-		return os.Stat(filepath.Join(s.cfg.Root, filepath.FromSlash(name)))
-	}
-	return s.root.Stat(filepath.FromSlash(name))
+	fi, _, err := inRoot(s, func(rt *rootDir) (fs.FileInfo, error) { return s.statIn(rt, name) })
+	return fi, err
 }
 
 // Run serves on every listener until ctx is done, then drains: it stops
@@ -501,7 +488,7 @@ func (s *Server) loopFor(ln, wl net.Listener) *loopServer {
 
 // Close releases the cache and the root. Call it after Run returned.
 func (s *Server) Close() error {
-	return errors.Join(s.cache.Close(), s.root.Close())
+	return errors.Join(s.cache.Close(), s.rootNow().dir.Close())
 }
 
 // CacheStats returns a snapshot of the file cache's counters.
