@@ -59,6 +59,7 @@ type Server struct {
 	escapeLog   rateLimitedLog // symlinks leaving the root, once per interval
 	fasthttpLog rateLimitedLog // fasthttp's own lines (they echo request bytes), once per interval
 	coldLog     rateLimitedLog // cold reads failing or refused, once per interval
+	permLog     rateLimitedLog // files the server may not open (403), once per interval
 
 	publish       publish.Rule   // the settle rule, from cfg.Settle
 	writes        publish.Writes // files the watcher saw written lately
@@ -109,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
 	s.publish = publish.Rule{Settle: cfg.Settle}
-	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog, &s.inProgressLog.limit, &s.attrLog} {
+	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog, &s.inProgressLog.limit, &s.attrLog, &s.permLog} {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }

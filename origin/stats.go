@@ -37,6 +37,7 @@ type Counters[C any] struct {
 	AccessLogErrors C                       // access log lines the writer refused
 	InProgress      C                       // requests for a file still being written (503, or bytes with no-store)
 	CMCD            CMCDCounters[C]         // requests carrying CMCD
+	FileErrors      FileErrorCounters[C]    // requests whose file could not be opened or read (403 permission denied, 500)
 
 	// ConnsOpen, ConnsRefused, AcceptEMFILE, Proxy*: counted by the
 	// listeners' gate (origin/conn).
@@ -66,7 +67,7 @@ func (s *Server) Latency() prometheus.Collector { return s.latency }
 // LogSuppressed returns, by kind, the log lines rate limiting has held
 // back (the events themselves are counted by their own Stats), for an
 // exporter: parse_error, bad_path, root_escape, fasthttp, emfile, auth,
-// access_log, in_progress.
+// access_log, in_progress, permission_denied.
 func (s *Server) LogSuppressed() map[string]int64 {
 	var auth int64
 	if a := s.auth.Load(); a != nil {
@@ -78,7 +79,7 @@ func (s *Server) LogSuppressed() map[string]int64 {
 		"parse_error": s.parseErrLog.Dropped(), "bad_path": s.badPathLog.Dropped(),
 		"root_escape": s.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.Dropped(),
 		"emfile": s.emfileLog.Dropped(), "auth": auth, "access_log": s.access.errLog.Dropped(),
-		"in_progress": s.inProgressLog.limit.Dropped(),
+		"in_progress": s.inProgressLog.limit.Dropped(), "permission_denied": s.permLog.Dropped(),
 	}
 }
 
