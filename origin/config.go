@@ -124,8 +124,12 @@ type Config struct {
 	ETag ETagMode
 
 	// RootCheckEvery is how often the server checks that the media root is
-	// still a readable directory, the one it opened (logged and counted
-	// when it is not; /readyz checks too, on every probe). 0: only /readyz.
+	// still a readable directory (logged and counted when it is not;
+	// /readyz checks too, on every probe), and resolves its path again: a
+	// root that is a symlink swapped to another release is served from
+	// that release from the first check that sees it, so this bounds how
+	// long the old one is served (as nginx's open_file_cache_valid
+	// bounds its cached lookups). 0: only /readyz.
 	RootCheckEvery time.Duration
 
 	// Engine serves plain HTTP: EngineLoop (event loops, Linux only) or
@@ -283,7 +287,7 @@ func DefaultConfig() Config {
 		Settle:                  2 * time.Second,
 		InProgress:              InProgress503,
 		ETag:                    ETagSizeMtime,
-		RootCheckEvery:          5 * time.Second,
+		RootCheckEvery:          time.Second,
 		ReadTimeout:             30 * time.Second,
 		WriteTimeout:            60 * time.Second,
 		IdleTimeout:             75 * time.Second,

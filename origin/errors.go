@@ -61,6 +61,9 @@ func statusFor(err error) int {
 		// is, for the client, simply not there.
 		return fasthttp.StatusNotFound
 	case errors.Is(err, fs.ErrPermission):
+		// nginx answers 403 when open(2) fails with EACCES (and logs
+		// "(13: Permission denied)"): the file is there, the server may
+		// not read it. Logged and counted by permissionDenied.
 		return fasthttp.StatusForbidden
 	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), isColdBusy(err),
 		errors.Is(err, errInProgress), errors.Is(err, errContentUnknown):
@@ -124,6 +127,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 				"suppressed", s.parseErrLog.Suppressed())
 		}
 	case code >= 500:
+		s.stats.FileErrors.ByReason[fileErrorReasonOf(err)].Add(1)
 		s.log.Error("request failed", "path", s.loggable(string(ctx.Path())), "err", s.loggable(err.Error()))
 	case code == fasthttp.StatusBadRequest:
 		s.stats.BadPaths.Add(1)
@@ -131,6 +135,8 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 			s.log.Info("bad request path", "raw", s.loggable(string(ctx.URI().PathOriginal())), "err", err,
 				"suppressed", s.badPathLog.Suppressed())
 		}
+	case code == fasthttp.StatusForbidden:
+		s.permissionDenied(ctx, err)
 	default:
 		if isRootEscape(err) && s.escapeLog.Allow() {
 			s.log.Info("refused a path that leaves the root", "err", s.loggable(err.Error()),

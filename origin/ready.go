@@ -12,10 +12,11 @@ import (
 )
 
 // CheckRoot reports whether the media root can be served: the path names a
-// readable directory and, without FollowSymlinks, it is still the directory
-// the server opened at start (os.Root keeps serving that one, so a root
-// deleted and made again, or swapped by rename, would answer every request
-// 404 or from the old tree). /readyz answers 503 while it fails. The first
+// readable directory. When it names another directory than the one served
+// (a symlinked root swapped to another release, a root made again), that
+// one is served from now on (followRootLocked): the check is what bounds how
+// long the old tree is served after a swap. /readyz answers 503 while it
+// fails. The first
 // failure after a success is logged and counted (Stats.RootUnavailable),
 // and so is the recovery; repeated failures are not logged again.
 func (s *Server) CheckRoot() error {
@@ -36,9 +37,11 @@ func (s *Server) CheckRoot() error {
 // RootAvailable reports what the last CheckRoot found.
 func (s *Server) RootAvailable() bool { return !s.rootDown.Load() }
 
-var errRootReplaced = errors.New("not the directory opened at start (replaced or recreated): restart to serve it")
-
+// probeRoot holds rootMu throughout, so that the root it looks at is not
+// closed under it by a concurrent check's swap.
 func (s *Server) probeRoot() error {
+	s.rootMu.Lock()
+	defer s.rootMu.Unlock()
 	st, err := os.Stat(s.cfg.Root)
 	if err != nil {
 		return err
@@ -46,18 +49,15 @@ func (s *Server) probeRoot() error {
 	if !st.IsDir() {
 		return fmt.Errorf("%s: not a directory", s.cfg.Root)
 	}
+	if err := s.followRootLocked(st); err != nil {
+		return err
+	}
+	rt := s.rootNow()
 	var dir *os.File
 	if s.cfg.FollowSymlinks {
-		dir, err = os.Open(s.cfg.Root)
+		dir, err = os.Open(rt.real)
 	} else {
-		held, serr := s.root.Stat(".")
-		if serr != nil {
-			return serr
-		}
-		if !os.SameFile(st, held) {
-			return fmt.Errorf("%s: %w", s.cfg.Root, errRootReplaced)
-		}
-		dir, err = s.root.Open(".")
+		dir, err = rt.dir.Open(".")
 	}
 	if err != nil {
 		return err
@@ -72,9 +72,9 @@ func (s *Server) probeRoot() error {
 	}
 	if len(names) == 1 {
 		if s.cfg.FollowSymlinks {
-			_, err = os.Lstat(filepath.Join(s.cfg.Root, names[0]))
+			_, err = os.Lstat(filepath.Join(rt.real, names[0]))
 		} else {
-			_, err = s.root.Lstat(names[0])
+			_, err = rt.dir.Lstat(names[0])
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // removed since the listing: fine
 			return err

@@ -27,7 +27,6 @@ import (
 type Server struct {
 	cfg   Config
 	log   *slog.Logger
-	root  *os.Root // confines opens to cfg.Root (symlinks included)
 	cache *cache.Cache
 	watch *watcher.Watcher // nil when cfg.Watch is false
 	cold  *coldPath        // nil when cfg.ColdReaders is 0
@@ -44,11 +43,9 @@ type Server struct {
 	tls      *conn.TLS                  // nil without a TLS certificate
 	stats    counters
 
-	rootDown atomic.Bool // the last CheckRoot failed
-
-	// realRoot is cfg.Root with its own symlinks resolved: what
-	// hiddenTarget measures an opened file's real path against.
-	realRoot string
+	rootDown atomic.Bool             // the last CheckRoot failed
+	rootDir  atomic.Pointer[rootDir] // the media root served now (rootdir.go)
+	rootMu   sync.Mutex              // serialises root checks and swaps (probeRoot)
 
 	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
 
@@ -58,6 +55,7 @@ type Server struct {
 	escapeLog   rateLimitedLog // symlinks leaving the root, once per interval
 	fasthttpLog rateLimitedLog // fasthttp's own lines (they echo request bytes), once per interval
 	coldLog     rateLimitedLog // cold reads failing or refused, once per interval
+	permLog     rateLimitedLog // files the server may not open (403), once per interval
 
 	pub  *publisher   // the settle rule: files still being written
 	tags *contentTags // content validators (-etag content)
@@ -124,27 +122,24 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 		return nil, fmt.Errorf("origin: root: %w", err)
 	}
 	cfg.Root = abs
-	realRoot, err := filepath.EvalSymlinks(abs)
+	rt, err := openRootDir(abs)
 	if err != nil {
 		return nil, fmt.Errorf("origin: root: %w", err)
 	}
-	root, err := os.OpenRoot(abs)
-	if err != nil {
-		return nil, fmt.Errorf("origin: root: %w", err)
-	}
-	undo.add(root.Close)
+	undo.add(rt.dir.Close)
 	clientID, err := newClientIdentity(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
 	}
-	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, root: root, realRoot: realRoot, cors: newCORSPolicy(cfg),
+	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, cors: newCORSPolicy(cfg),
 		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers),
 		types: mediaTypeTable(cfg.Types)}
+	s.rootDir.Store(rt)
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
 	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
-	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog} {
+	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog, &s.permLog} {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }
@@ -331,14 +326,8 @@ func (s *Server) open(name string) (*os.File, error) {
 		return nil, err
 	}
 	defer s.giveOpen()
-	joined := filepath.Join(s.cfg.Root, filepath.FromSlash(name))
-	var f *os.File
-	var err error
-	if s.cfg.FollowSymlinks {
-		f, err = os.OpenFile(joined, flags, 0)
-	} else {
-		f, err = s.root.OpenFile(filepath.FromSlash(name), flags, 0)
-	}
+	var joined string
+	f, rt, err := inRoot(s, func(rt *rootDir) (f *os.File, err error) { f, joined, err = s.openIn(rt, name, flags); return })
 	if err != nil || s.cfg.ServeDotfiles {
 		return f, err
 	}
@@ -349,7 +338,7 @@ func (s *Server) open(name string) (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
-	if hiddenTarget(s.realRoot, real) {
+	if hiddenTarget(rt.real, real) {
 		f.Close()
 		return nil, errHiddenTarget
 	}
@@ -395,10 +384,8 @@ func (s *Server) stat(name string) (fs.FileInfo, error) {
 		return nil, err
 	}
 	defer s.giveOpen()
-	if s.cfg.FollowSymlinks {
-		return os.Stat(filepath.Join(s.cfg.Root, filepath.FromSlash(name)))
-	}
-	return s.root.Stat(filepath.FromSlash(name))
+	fi, _, err := inRoot(s, func(rt *rootDir) (fs.FileInfo, error) { return s.statIn(rt, name) })
+	return fi, err
 }
 
 // Run serves on every listener until ctx is done, then drains: it stops
@@ -552,7 +539,7 @@ func (s *Server) loopFor(ln, wl net.Listener) *loopServer {
 
 // Close releases the cache and the root. Call it after Run returned.
 func (s *Server) Close() error {
-	return errors.Join(s.cache.Close(), s.root.Close())
+	return errors.Join(s.cache.Close(), s.rootNow().dir.Close())
 }
 
 // CacheStats returns a snapshot of the file cache's counters.

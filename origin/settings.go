@@ -74,8 +74,8 @@ func (c *Config) rootSection() schema.Section {
 			Usage: "strong validators from: size-mtime, or content (a hash of the bytes, the same on every copy whatever its mtime; computed once per file version on the cold readers and kept in the user.segorigin.etag extended attribute)",
 			Doc:   "where strong validators come from: `size-mtime`, or `content`: a hash of the bytes (XXH3-128), the same on every origin holding the same bytes whatever the copies' mtimes, computed once per version of a file on the cold readers and kept in the cache entry and the file's `user.segorigin.etag` extended attribute (so a restart does not hash again; `segorigin etag DIR` stores them ahead); a request for a file not hashed yet waits for it up to `-cold-deadline`, then gets 503 with `Retry-After` (see [Behind a CDN](cdn.md#several-origins-keep-the-etags-equal))"},
 		{Name: "root-check-every", Ptr: &c.RootCheckEvery,
-			Usage: "check this often that the media root is still there and readable (logged, counted, /readyz 503 when not); 0: on /readyz probes only",
-			Doc:   "how often the media root is checked (missing, replaced, unreadable: logged, counted, `/readyz` 503); 0: only on `/readyz`"},
+			Usage: "check this often that the media root is still there and readable (logged, counted, /readyz 503 when not), and follow its path to the directory it names now (a symlinked root swapped to another release); 0: on /readyz probes only",
+			Doc:   "how often the media root is checked (missing, unreadable: logged, counted, `/readyz` 503) and its path resolved again: a root that is a symlink swapped to another release (`current -> releases/N`) is served from the new release from the first check that sees it (see [Release swaps](operations.md#release-swaps-by-symlink)); 0: only on `/readyz`"},
 	}}
 }
 

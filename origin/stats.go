@@ -32,11 +32,13 @@ type Counters[C any] struct {
 	Multipart       C                       // multipart/byteranges answers
 	RangesIgnored   C                       // Range headers ignored as invalid or over the cap
 	Kinds           [3]C                    // file responses (200, 206, 304) by kind: other, playlist, segment
-	RootUnavailable C                       // times the media root was found missing, replaced or unreadable
+	RootUnavailable C                       // times the media root was found missing or unreadable
+	RootChanges     C                       // times the media root's path was found naming another directory (a symlinked release swapped), then served
 	BadPaths        C                       // request paths refused with 400 (bad escape, control byte, climbing above the root)
 	AccessLogErrors C                       // access log lines the writer refused
 	InProgress      C                       // requests for a file still being written (503, or bytes with no-store)
 	CMCD            CMCDCounters[C]         // requests carrying CMCD
+	FileErrors      FileErrorCounters[C]    // requests whose file could not be opened or read (403 permission denied, 500)
 
 	// ConnsOpen, ConnsRefused, AcceptEMFILE, Proxy*: counted by the
 	// listeners' gate (origin/conn).
@@ -66,7 +68,7 @@ func (s *Server) Latency() prometheus.Collector { return s.latency }
 // LogSuppressed returns, by kind, the log lines rate limiting has held
 // back (the events themselves are counted by their own Stats), for an
 // exporter: parse_error, bad_path, root_escape, fasthttp, emfile, auth,
-// access_log, in_progress.
+// access_log, in_progress, permission_denied.
 func (s *Server) LogSuppressed() map[string]int64 {
 	var auth int64
 	if a := s.auth.Load(); a != nil {
@@ -78,7 +80,7 @@ func (s *Server) LogSuppressed() map[string]int64 {
 		"parse_error": s.parseErrLog.Dropped(), "bad_path": s.badPathLog.Dropped(),
 		"root_escape": s.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.Dropped(),
 		"emfile": s.emfileLog.Dropped(), "auth": auth, "access_log": s.access.errLog.Dropped(),
-		"in_progress": s.pub.logged.limit.Dropped(),
+		"in_progress": s.pub.logged.limit.Dropped(), "permission_denied": s.permLog.Dropped(),
 	}
 }
 
@@ -173,8 +175,9 @@ func serverMetrics(t *table, st *Stats, b BuildInfo, rootAvailable bool, suppres
 		st.ByStatus[:], StatusLabel)
 	t.add(t.gauge("build_info", "The running binary: version, Go version and VCS commit; always 1.", "version", "goversion", "commit"),
 		1, b.Version, b.GoVersion, b.Commit)
-	t.add(t.gauge("root_available", "1 while the media root is a readable directory (the one opened at start), as of the last check."), gaugeFlag(rootAvailable))
-	t.one("root_unavailable_total", "Times the media root was found missing, replaced or unreadable (each outage counted once).", st.RootUnavailable)
+	t.add(t.gauge("root_available", "1 while the media root is a readable directory, as of the last check."), gaugeFlag(rootAvailable))
+	t.one("root_unavailable_total", "Times the media root was found missing or unreadable (each outage counted once).", st.RootUnavailable)
+	t.one("root_changes_total", "Times the media root's path was found naming another directory (a symlinked root swapped to another release), which is served from then on.", st.RootChanges)
 	t.each(t.counter("file_responses_total", "File responses (200, 206, 304) by kind of file.", "kind"), st.Kinds[:], KindName)
 	t.one("bad_requests_total", "Requests refused before the handler: unparseable, timed out or too large (400, 408, 413, 414, 431, 505).", st.BadRequests)
 	t.one("header_too_large_total", "Requests refused with 431.", st.HeaderTooLarge)

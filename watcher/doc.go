@@ -20,9 +20,14 @@
 //     served: it only says which names may have changed.
 //   - It never watches files, only directories (a watch on a file holds the
 //     inode, and its delete event waits for every descriptor to close).
-//   - It never follows symbolic links below the root; a symlinked directory
-//     is invalidated as a name, and changes behind it are not seen. A root
-//     that is itself a symlink is resolved once by New.
+//   - It never follows symbolic links below the root: a symlink's target
+//     is not watched through it, so a file changed in place behind a
+//     symlinked directory is not seen under the link's names. The link
+//     itself is a name in a watched directory: made, removed or renamed
+//     over (a release swapped by "ln -s" and "mv -T"), it invalidates
+//     everything under its name (rule 7). A root that is itself a symlink
+//     is resolved by New, and again on [Watcher.Reroot] and on each
+//     retry while degraded.
 //   - It never starts a goroutine of its own: [Watcher.Run] is the only
 //     loop, the caller owns the goroutine that runs it, and fsnotify's reader
 //     goroutine ends when Run returns (or when Close is called on a watcher
@@ -55,4 +60,12 @@
 //     file's mtime or ctime, less than a settle period ago).
 //  6. Events are handled one at a time on Run's goroutine, in the order
 //     fsnotify delivers them; the directory set needs no lock.
+//  7. A symlink below the root (known from the walk or from its creation)
+//     that is made, removed or renamed invalidates its prefix: every name
+//     below a symlinked directory was reached through the link.
+//  8. Reroot resolves the root's path again; if it names another
+//     directory, the watches of the old tree are dropped, the new tree is
+//     watched, then everything is invalidated (rule 3's order, for the
+//     whole root). Events still queued from the old tree fall outside the
+//     new root's prefix and are ignored.
 package watcher

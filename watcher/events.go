@@ -39,11 +39,17 @@ func (w *Watcher) gone(name string) {
 		w.degrade("media root removed or renamed", nil)
 		return
 	}
+	if _, isLink := w.links[name]; isLink {
+		// Every name below a symlinked directory was reached through it.
+		delete(w.links, name)
+		w.invalidatePrefix(name)
+		return
+	}
 	_, isDir := w.dirs[name]
 	if !isDir && !w.degraded {
-		// Whole watch set: every directory is in w.dirs, so this was a file
-		// (or a symlink). Degraded, an unwatched directory could be gone,
-		// so the prefix is dropped instead.
+		// Whole watch set: every directory is in w.dirs and every symlink
+		// in w.links, so this was a file. Degraded, an unwatched directory
+		// could be gone, so the prefix is dropped instead.
 		w.invalidate(name)
 		return
 	}
@@ -61,12 +67,19 @@ func (w *Watcher) gone(name string) {
 // the second half of an atomic replace).
 func (w *Watcher) created(name string) {
 	fi, err := os.Lstat(w.abs(name))
-	if err != nil || !fi.IsDir() {
-		// A file, a symlink, or already gone again.
+	switch {
+	case err == nil && fi.Mode()&os.ModeSymlink != 0:
+		// A symlink made, or renamed over another (a release swapped by
+		// "ln -s new tmp && mv -T tmp name"): everything reached through
+		// the name may now be another file. Its target is not watched.
+		w.links[name] = struct{}{}
+		w.invalidatePrefix(name)
+	case err != nil || !fi.IsDir():
+		// A file, or already gone again.
 		w.invalidate(name)
-		return
+	default:
+		w.addTree(name)
 	}
-	w.addTree(name)
 }
 
 // changed handles a write or a metadata change. A directory's permissions

@@ -116,7 +116,7 @@ func TestSymlinkedDirectoryIsAName(t *testing.T) {
 	if err := os.Symlink(dir+"/elsewhere", h.path("linked")); err != nil {
 		t.Fatal(err)
 	}
-	h.waitCalls("I linked")
+	h.waitCalls("P linked")
 	h.sync("")
 	if got := h.w.Stats().WatchedDirs; got != 1 {
 		t.Errorf("WatchedDirs = %d, want 1: symlinked directories are not watched", got)

@@ -15,6 +15,7 @@ import (
 // errors (their parent's watch reports them).
 func (w *Watcher) rebuild() error {
 	seen := make(map[string]struct{}, len(w.dirs))
+	clear(w.links) // the walk lists them again
 	err := w.walk("", func(rel string, isDir bool) {
 		if isDir {
 			seen[rel] = struct{}{}
@@ -51,8 +52,8 @@ func (w *Watcher) addTree(rel string) {
 // walk visits rel and every name below it in lexical order, parents first,
 // adding a watch on each directory before reading it. visit sees every file
 // name (relative), and every directory once its watch is in place;
-// symlinks are names, not directories. Names that vanish during the walk
-// are skipped.
+// symlinks are names, not directories, and are listed in w.links. Names
+// that vanish during the walk are skipped.
 func (w *Watcher) walk(rel string, visit func(name string, isDir bool)) error {
 	defer func() { w.stats.watchedDirs.Store(int64(len(w.dirs))) }()
 	return filepath.WalkDir(w.abs(rel), func(path string, d fs.DirEntry, err error) error {
@@ -63,6 +64,9 @@ func (w *Watcher) walk(rel string, visit func(name string, isDir bool)) error {
 			return err
 		}
 		name := w.rel(path)
+		if d.Type()&fs.ModeSymlink != 0 {
+			w.links[name] = struct{}{}
+		}
 		if !d.IsDir() {
 			visit(name, false)
 			return nil
@@ -87,6 +91,11 @@ func (w *Watcher) forget(dir string) {
 	for rel := range w.dirs {
 		if under(rel, dir) {
 			w.unwatch(rel)
+		}
+	}
+	for rel := range w.links {
+		if under(rel, dir) {
+			delete(w.links, rel)
 		}
 	}
 	w.stats.watchedDirs.Store(int64(len(w.dirs)))

@@ -58,7 +58,8 @@ const defaultRetryEvery = 2 * time.Second
 
 // Watcher watches a media root. Create it with New and run it with Run.
 type Watcher struct {
-	root       string // absolute, symlinks resolved
+	path       string // Config.Root made absolute, symlinks kept: what Reroot resolves again
+	root       string // path with its symlinks resolved when last resolved
 	prefix     string // root with a trailing slash, to cut event names
 	target     Invalidator
 	log        *slog.Logger
@@ -71,9 +72,15 @@ type Watcher struct {
 	// tests wrap to fail with ENOSPC.
 	addWatch func(path string) error
 
-	// dirs and degraded belong to the goroutine running New, then to the one
-	// running Run; they are never touched concurrently.
+	// reroot asks Run's goroutine to resolve path again (Reroot); buffered
+	// so that asking never blocks and many asks make one.
+	reroot chan struct{}
+
+	// root, prefix, dirs, links and degraded belong to the goroutine
+	// running New, then to the one running Run; they are never touched
+	// concurrently.
 	dirs     map[string]struct{} // watched directories, relative ("" is the root)
+	links    map[string]struct{} // symlinks below the root, relative: their events drop a prefix
 	degraded bool                // the watch set is incomplete or events were lost
 
 	stats counters
@@ -98,7 +105,11 @@ func newWatcher(cfg Config, wrapAdd func(add func(string) error) func(string) er
 	case cfg.RetryEvery < 0:
 		return nil, fmt.Errorf("watcher: RetryEvery %v is negative", cfg.RetryEvery)
 	}
-	root, err := resolveRoot(cfg.Root)
+	path, err := filepath.Abs(cfg.Root)
+	if err != nil {
+		return nil, fmt.Errorf("watcher: root: %w", err)
+	}
+	root, err := resolveRoot(path)
 	if err != nil {
 		return nil, err
 	}
@@ -107,8 +118,10 @@ func newWatcher(cfg Config, wrapAdd func(add func(string) error) func(string) er
 		return nil, fmt.Errorf("watcher: %w", err)
 	}
 	w := &Watcher{
+		path:       path,
 		root:       root,
 		prefix:     strings.TrimSuffix(root, "/") + "/",
+		reroot:     make(chan struct{}, 1),
 		target:     cfg.Target,
 		log:        cfg.Logger,
 		onDegraded: cfg.OnDegraded,
@@ -117,6 +130,7 @@ func newWatcher(cfg Config, wrapAdd func(add func(string) error) func(string) er
 		fsw:        fsw,
 		addWatch:   fsw.Add,
 		dirs:       make(map[string]struct{}),
+		links:      make(map[string]struct{}),
 	}
 	if w.log == nil {
 		w.log = slog.Default()
@@ -143,14 +157,10 @@ func newWatcher(cfg Config, wrapAdd func(add func(string) error) func(string) er
 	return w, nil
 }
 
-// resolveRoot makes root absolute and resolves symlinks, because event names
-// carry the path that was watched and the walk below it must see a
+// resolveRoot resolves the symlinks of an absolute root, because event
+// names carry the path that was watched and the walk below it must see a
 // directory, not a link.
-func resolveRoot(root string) (string, error) {
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return "", fmt.Errorf("watcher: root: %w", err)
-	}
+func resolveRoot(abs string) (string, error) {
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return "", fmt.Errorf("watcher: root: %w", err)
@@ -208,6 +218,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if w.degraded {
 				retry.Reset(w.retryEvery)
 			}
+		case <-w.reroot:
+			w.followRoot()
 		}
 	}
 }
@@ -245,10 +257,11 @@ func (w *Watcher) degrade(why string, err error) {
 	w.onDegraded(true)
 }
 
-// retry tries to rebuild the full watch set; if it succeeds the watcher is
-// whole again.
+// retry tries to rebuild the full watch set, on the directory the root's
+// path names now; if it succeeds the watcher is whole again.
 func (w *Watcher) retry() {
 	w.stats.rebuilds.Add(1)
+	w.moveRoot()
 	if err := w.rebuild(); err != nil {
 		return
 	}
@@ -259,4 +272,49 @@ func (w *Watcher) retry() {
 	w.stats.degraded.Store(false)
 	w.log.Info("watcher whole again", "root", w.root, "dirs", len(w.dirs))
 	w.onDegraded(false)
+}
+
+// Reroot asks the watcher to resolve the root's path again and, if it now
+// names another directory (a root that is a symlink swapped to another
+// release, a root made again), to watch that one instead: every watch of
+// the old tree is dropped, the new tree is watched, and everything is
+// invalidated once the new watch set is in place. It returns at once; Run
+// does the work on its goroutine. The caller has usually noticed the
+// change itself (the server's root check) and invalidated already; this
+// makes the events of the new tree reach it.
+func (w *Watcher) Reroot() {
+	select {
+	case w.reroot <- struct{}{}:
+	default: // one is pending: it will resolve the path as it is then
+	}
+}
+
+// followRoot is Reroot's work on Run's goroutine.
+func (w *Watcher) followRoot() {
+	if !w.moveRoot() {
+		return
+	}
+	if err := w.rebuild(); err != nil {
+		w.stats.errors.Add(1)
+		w.degrade("cannot watch the new root", err)
+		return
+	}
+	w.invalidateAll()
+	w.log.Info("watcher follows the media root to another directory", "root", w.root, "dirs", len(w.dirs))
+}
+
+// moveRoot resolves the root's path and, when it names another directory
+// than the one watched, forgets every watch of the old one and makes the
+// new one the root (rebuild then watches it). It reports whether it moved.
+// A path that does not resolve now leaves everything as it is: the walk
+// reports the root missing.
+func (w *Watcher) moveRoot() bool {
+	real, err := resolveRoot(w.path)
+	if err != nil || real == w.root {
+		return false
+	}
+	w.forget("")
+	w.links = make(map[string]struct{})
+	w.root, w.prefix = real, strings.TrimSuffix(real, "/")+"/"
+	return true
 }
