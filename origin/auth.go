@@ -123,9 +123,9 @@ func (a *AuthConfig) checkTokens() error {
 // secureLink compiles the secure_link settings with secret; its errors
 // name the flag at fault.
 func (a *AuthConfig) secureLink(secret string) (*token.SecureLinkVerifier, error) {
-	hash, expires, err := parseLinkArgs(a.SecureLinkArgs)
+	hash, expires, err := token.ParseSecureLinkArgs(a.SecureLinkArgs)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-auth-securelink-args %q: %w", a.SecureLinkArgs, err)
 	}
 	if _, err := regexp.Compile(a.SecureLinkLocation); err != nil {
 		return nil, fmt.Errorf("-auth-securelink-location %q: %w", a.SecureLinkLocation, err)
@@ -136,18 +136,6 @@ func (a *AuthConfig) secureLink(secret string) (*token.SecureLinkVerifier, error
 		return nil, fmt.Errorf("-auth-securelink-expression %q: %w", a.SecureLinkExpression, err)
 	}
 	return v, nil
-}
-
-// parseLinkArgs reads secure_link's argument list: "md5,expires",
-// "$arg_md5,$arg_expires" or one name alone (no expiry).
-func parseLinkArgs(s string) (hash, expires string, err error) {
-	hash, expires, two := strings.Cut(s, ",")
-	hash = strings.TrimPrefix(strings.TrimSpace(hash), "$arg_")
-	expires = strings.TrimPrefix(strings.TrimSpace(expires), "$arg_")
-	if hash == "" || (two && expires == "") || strings.ContainsAny(hash+expires, "$,") {
-		return "", "", fmt.Errorf("-auth-securelink-args %q: want the hash's and the expiry's argument names, such as md5,expires or $arg_st,$arg_e, or the hash's alone for links without expiry", s)
-	}
-	return hash, expires, nil
 }
 
 func (a *AuthConfig) enabled() bool { return a.Keys != nil || a.SecureLinkSecret != "" }

@@ -109,6 +109,22 @@ func NewSecureLink(c SecureLinkConfig) (*SecureLinkVerifier, error) {
 	return s, nil
 }
 
+// ParseSecureLinkArgs reads the argument list of nginx's secure_link
+// directive: "md5,expires", "$arg_md5,$arg_expires", or one name alone
+// (links without expiry, expires "").
+func ParseSecureLinkArgs(list string) (hash, expires string, err error) {
+	hash, expires, two := strings.Cut(list, ",")
+	hash = strings.TrimPrefix(strings.TrimSpace(hash), "$arg_")
+	expires = strings.TrimPrefix(strings.TrimSpace(expires), "$arg_")
+	if !validArgName(hash) || (two && !validArgName(expires)) {
+		return "", "", errors.New("want the hash's and the expiry's argument names, such as md5,expires or $arg_st,$arg_e, or the hash's alone for links without expiry")
+	}
+	return hash, expires, nil
+}
+
+// UsesRemoteAddr reports whether the expression reads $remote_addr.
+func (s *SecureLinkVerifier) UsesRemoteAddr() bool { return s.expr.uses[linkRemoteAddr] }
+
 // Headers names the request headers the expression reads ($http_*), in
 // the order LinkRequest.Headers holds their values.
 func (s *SecureLinkVerifier) Headers() []string { return s.expr.headers }
