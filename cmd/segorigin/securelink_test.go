@@ -213,7 +213,7 @@ func TestSecureLinkFormsNginx(t *testing.T) {
 	var servers strings.Builder
 	ports := make([]int, len(linkForms))
 	for i, f := range linkForms {
-		ports[i] = freePort(t)
+		ports[i] = testproc.FreePort(t)
 		loc := f.location
 		if loc == "" {
 			loc = "^/"
@@ -299,14 +299,4 @@ func runNginx(t *testing.T, nginx, conf, dir string, ports []int) func() {
 		}
 	}
 	return stop
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
