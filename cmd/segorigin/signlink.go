@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net/textproto"
@@ -66,7 +67,7 @@ func (f *linkFlags) sign(fs *flag.FlagSet, uri string, expires time.Time) (strin
 	given := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	if s.UsesRemoteAddr() && !given["remote-addr"] {
-		return "", fmt.Errorf("the expression reads $remote_addr: give -remote-addr")
+		return "", errors.New("the expression reads $remote_addr: give -remote-addr")
 	}
 	r := token.LinkRequest{URI: uri, RemoteAddr: f.remoteAddr}
 	headers, err := f.headerValues(given["user-agent"])
@@ -75,7 +76,10 @@ func (f *linkFlags) sign(fs *flag.FlagSet, uri string, expires time.Time) (strin
 	}
 	for i, h := range s.Headers() {
 		v, ok := headers[h]
-		if !ok {
+		switch {
+		case !ok && h == "User-Agent":
+			return "", errors.New("the expression reads the User-Agent header: give -user-agent")
+		case !ok:
 			return "", fmt.Errorf("the expression reads the %s header: give -header '%s: value'", h, h)
 		}
 		r.Headers[i] = []byte(v)
