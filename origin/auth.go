@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"strconv"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -64,11 +64,78 @@ type AuthConfig struct {
 	// paths. Empty (the default): only relative URIs get it.
 	QueryRewriteHosts []string
 
+	// CacheLifetime is how long a response a token authorised may be
+	// kept by caches: CacheLifetimeToken (DefaultConfig) caps
+	// Cache-Control at the token's remaining life; CacheLifetimeConfigured
+	// keeps the kind's Cache-Control as configured, for a CDN that checks
+	// tokens itself or keys its cache without them. A token in a cookie or
+	// Authorization header is capped and private either way.
+	CacheLifetime string
+
 	// SecureLinkSecret selects the nginx secure_link scheme instead (for
 	// migrations): ?md5=<hash>&expires=<unix> in the query, checked with
-	// SecureLinkExpression (DefaultConfig: "$expires$uri$remote_addr $secret").
+	// SecureLinkExpression (DefaultConfig: "$secure_link_expires$uri$remote_addr $secret";
+	// token.SecureLinkConfig lists its variables).
 	SecureLinkSecret     string
 	SecureLinkExpression string
+	// SecureLinkArgs names the hash and expiry arguments as nginx's
+	// secure_link directive does: "md5,expires" (DefaultConfig), or
+	// "$arg_st,$arg_e" as written there; one name alone ("md5") is the
+	// form without expiry.
+	SecureLinkArgs string
+	// SecureLinkLocation is a regular expression (RE2) the path must
+	// match, whose captures the expression reads as $1..$9: nginx's
+	// `location ~ regex` around the secure_link directives. Empty: none.
+	SecureLinkLocation string
+	// SecureLinkExpiredStatus answers an authentic but expired link: 403
+	// (DefaultConfig; nginx's `if ($secure_link = "") { return 403; }`
+	// alone does that) or 410 (`if ($secure_link = "0") { return 410; }`).
+	SecureLinkExpiredStatus int
+}
+
+// The values of AuthConfig.CacheLifetime.
+const (
+	CacheLifetimeToken      = "token"
+	CacheLifetimeConfigured = "configured"
+)
+
+// checkTokens checks the settings that do not depend on a key or secret,
+// naming each flag: newAuthorizer (reloads too) and the settings check
+// both run it.
+func (a *AuthConfig) checkTokens() error {
+	var errs []error
+	if l := a.CacheLifetime; l != CacheLifetimeToken && l != CacheLifetimeConfigured {
+		errs = append(errs, fmt.Errorf("-auth-cache-lifetime %q: want %s or %s", l, CacheLifetimeToken, CacheLifetimeConfigured))
+	}
+	if s := a.SecureLinkExpiredStatus; s != fasthttp.StatusForbidden && s != fasthttp.StatusGone {
+		errs = append(errs, fmt.Errorf("-auth-securelink-expired-status %d: want 403 or 410", s))
+	}
+	secret := a.SecureLinkSecret
+	if secret == "" {
+		secret = "-" // the expression is checked before the secret is read
+	}
+	if _, err := a.secureLink(secret); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// secureLink compiles the secure_link settings with secret; its errors
+// name the flag at fault.
+func (a *AuthConfig) secureLink(secret string) (*token.SecureLinkVerifier, error) {
+	hash, expires, err := token.ParseSecureLinkArgs(a.SecureLinkArgs)
+	if err != nil {
+		return nil, fmt.Errorf("-auth-securelink-args %q: %w", a.SecureLinkArgs, err)
+	}
+	if _, err := regexp.Compile(a.SecureLinkLocation); err != nil {
+		return nil, fmt.Errorf("-auth-securelink-location %q: %w", a.SecureLinkLocation, err)
+	}
+	v, err := token.NewSecureLink(token.SecureLinkConfig{Secret: secret, Expression: a.SecureLinkExpression,
+		HashArg: hash, ExpiresArg: expires, Location: a.SecureLinkLocation})
+	if err != nil {
+		return nil, fmt.Errorf("-auth-securelink-expression %q: %w", a.SecureLinkExpression, err)
+	}
+	return v, nil
 }
 
 func (a *AuthConfig) enabled() bool { return a.Keys != nil || a.SecureLinkSecret != "" }
@@ -116,10 +183,13 @@ func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*
 		}
 		a.prefix = p + "/"
 	}
+	if err := cfg.checkTokens(); err != nil {
+		return nil, err
+	}
 	var err error
 	switch {
 	case cfg.SecureLinkSecret != "":
-		a.link, err = token.NewSecureLink(cfg.SecureLinkSecret, cfg.SecureLinkExpression)
+		a.link, err = cfg.secureLink(cfg.SecureLinkSecret)
 	case cfg.Keys != nil:
 		a.verifier, err = token.NewVerifier(token.VerifierConfig{Keys: cfg.Keys, Skew: cfg.Skew})
 	}
@@ -131,7 +201,8 @@ func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*
 	}
 	params := []string{cfg.QueryParam, cfg.Cookie}
 	if a.link != nil {
-		params = append(params, "md5")
+		hash, _ := a.link.Names()
+		params = append(params, hash)
 	}
 	a.redact = token.NewRedactor(cfg.PathPrefix, params...)
 	return a, nil
@@ -214,16 +285,10 @@ func (a *authorizer) verify(ctx *fasthttp.RequestCtx, file, seg, ip string, now 
 	var until time.Time
 	switch {
 	case a.link != nil:
-		args := ctx.QueryArgs()
-		h, exp := args.Peek("md5"), args.Peek("expires")
-		if len(h) == 0 {
-			err = errNoToken
-		} else if err = a.link.Verify(string(h), string(exp), path, ip, now); err == nil {
-			secs, _ := strconv.ParseInt(string(exp), 10, 64) // Verify parsed it
-			until = time.Unix(secs, 0)
-			if a.cfg.QueryRewrite {
-				g.query.linkExpiry = until
-			}
+		// A link without expiry leaves until zero: no lifetime to cap.
+		until, err = a.verifyLink(ctx, path, ip, now)
+		if err == nil && a.cfg.QueryRewrite {
+			g.query.link, g.query.linkExpiry = true, until
 		}
 	case seg != "":
 		until, err = a.verifier.VerifySegmentUntil(seg, path, ip, now)
@@ -245,8 +310,37 @@ func (a *authorizer) verify(ctx *fasthttp.RequestCtx, file, seg, ip string, now 
 	if err != nil {
 		return grant{}, false, err
 	}
-	g.until = until.Unix()
+	// A token in the URL under CacheLifetimeConfigured leaves the
+	// lifetime as configured; one outside it is capped regardless (see
+	// capCacheControl: private).
+	if !until.IsZero() && (g.private || a.cfg.CacheLifetime != CacheLifetimeConfigured) {
+		g.until = until.Unix()
+	}
 	return g, false, nil
+}
+
+// verifyLink checks a secure_link request for path from ip: its expiry
+// (zero for a link without one) or why it is refused.
+func (a *authorizer) verifyLink(ctx *fasthttp.RequestCtx, path, ip string, now time.Time) (time.Time, error) {
+	r := a.linkRequest(ctx, path, ip)
+	if len(r.Hash) == 0 {
+		return time.Time{}, errNoToken
+	}
+	exp, err := a.link.Verify(&r, now)
+	if err != nil || exp == 0 {
+		return time.Time{}, err
+	}
+	return time.Unix(exp, 0), nil
+}
+
+// linkRequest gathers what the secure_link expression reads from ctx.
+func (a *authorizer) linkRequest(ctx *fasthttp.RequestCtx, path, ip string) token.LinkRequest {
+	r := token.LinkRequest{URI: path, RemoteAddr: ip}
+	a.link.FromQuery(&r, ctx.URI().QueryString())
+	for i, h := range a.link.Headers() {
+		r.Headers[i] = ctx.Request.Header.Peek(h)
+	}
+	return r
 }
 
 // permits reports whether the credentials that earned g (with the request
@@ -285,18 +379,22 @@ func (a *authorizer) findToken(ctx *fasthttp.RequestCtx) (tok []byte, inURL bool
 // reason and the path, and never the token's MAC.
 func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err error) {
 	code := fasthttp.StatusForbidden
-	if errors.Is(err, errNoToken) {
+	switch {
+	case errors.Is(err, errNoToken):
 		code = a.cfg.MissingStatus
 		if code == fasthttp.StatusUnauthorized {
 			ctx.Response.Header.Set("WWW-Authenticate", `Bearer realm="segorigin"`)
 		}
+	case a.link != nil && errors.Is(err, token.ErrExpired):
+		code = a.cfg.SecureLinkExpiredStatus
 	}
 	r := authReasonOf(err)
 	if l := &a.logs[r.logGroup()]; l.Allow() {
 		s.log.Info("request refused", "status", code, "reason", r.String(), "path", s.loggable("/"+file),
 			"client", s.clientIP(ctx), "suppressed", l.Suppressed())
 	}
-	s.setErrorHeaders(&ctx.Response.Header, code)
+	// A 410 is a refusal too: the Cache-Control of refusals, not of 404s.
+	s.setErrorHeaders(&ctx.Response.Header, min(code, fasthttp.StatusForbidden))
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(fmt.Sprintf("%d %s\n", code, fasthttp.StatusMessage(code)))

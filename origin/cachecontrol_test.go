@@ -50,38 +50,51 @@ func TestErrorCacheControl(t *testing.T) {
 	}
 }
 
-// TestTokenCapsCacheLifetime: a response authorised by a token is never
-// fresh in any cache for longer than the token stays valid, and one
-// authorised by a token the URL does not carry is private.
+// TestTokenCapsCacheLifetime: with -auth-cache-lifetime token (the
+// default), a response authorised by a token is never fresh in any cache
+// for longer than the token stays valid; with configured, one whose
+// token the URL carries keeps the kind's Cache-Control. Either way, one
+// authorised by a token the URL does not carry is private and capped.
 func TestTokenCapsCacheLifetime(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	ts, keys := authServer(t, now, nil)
+	for _, lifetime := range []string{origin.CacheLifetimeToken, origin.CacheLifetimeConfigured} {
+		t.Run(lifetime, func(t *testing.T) { testTokenCacheLifetime(t, now, lifetime) })
+	}
+}
+
+func testTokenCacheLifetime(t *testing.T, now time.Time, lifetime string) {
+	ts, keys := authServer(t, now, func(a *origin.AuthConfig) { a.CacheLifetime = lifetime })
 	title := []string{"/vod/title42/*"}
 	minute := mustSign(t, keys["k1"], token.Claims{Expiry: now.Add(time.Minute), ACL: title})
 	inSkew := mustSign(t, keys["k1"], token.Claims{Expiry: now.Add(-10 * time.Second), ACL: title})
 	day := mustSign(t, keys["k1"], token.Claims{Expiry: now.Add(24 * time.Hour), ACL: title})
+	const segment, playlist = "public, max-age=31536000, immutable", "public, max-age=10"
 	c := ts.dial()
 	for _, tt := range []struct {
-		name, target string
-		hdrs         []string
-		want         string
+		name, target   string
+		hdrs           []string
+		want, wantConf string // Cache-Control with lifetime token, configured
 	}{
-		{"path carrier, segment", "/t/" + token.PathSegment(minute) + "/vod/title42/v1/seg1.ts", nil, "public, max-age=60"},
-		{"path carrier, playlist shorter than token", "/t/" + token.PathSegment(minute) + "/vod/title42/master.m3u8", nil, "public, max-age=10"},
-		{"path carrier, day token", "/t/" + token.PathSegment(day) + "/vod/title42/v1/seg1.ts", nil, "public, max-age=86400"},
-		{"query carrier", "/vod/title42/v1/seg1.ts?token=" + url.QueryEscape(minute), nil, "public, max-age=60"},
-		{"expired within skew", "/vod/title42/v1/seg1.ts?token=" + url.QueryEscape(inSkew), nil, "public, max-age=0"},
-		{"cookie carrier", "/vod/title42/v1/seg1.ts", []string{"Cookie: segorigin_token=" + token.PathSegment(minute)}, "private, max-age=60"},
-		{"bearer carrier", "/vod/title42/v1/seg1.ts", []string{"Authorization: Bearer " + minute}, "private, max-age=60"},
-		{"public path, no token", "/public/logo.png", nil, "public, max-age=31536000, immutable"},
+		{"path carrier, segment", "/t/" + token.PathSegment(minute) + "/vod/title42/v1/seg1.ts", nil, "public, max-age=60", segment},
+		{"path carrier, playlist shorter than token", "/t/" + token.PathSegment(minute) + "/vod/title42/master.m3u8", nil, playlist, playlist},
+		{"path carrier, day token", "/t/" + token.PathSegment(day) + "/vod/title42/v1/seg1.ts", nil, "public, max-age=86400", segment},
+		{"query carrier", "/vod/title42/v1/seg1.ts?token=" + url.QueryEscape(minute), nil, "public, max-age=60", segment},
+		{"expired within skew", "/vod/title42/v1/seg1.ts?token=" + url.QueryEscape(inSkew), nil, "public, max-age=0", segment},
+		{"cookie carrier", "/vod/title42/v1/seg1.ts", []string{"Cookie: segorigin_token=" + token.PathSegment(minute)}, "private, max-age=60", "private, max-age=60"},
+		{"bearer carrier", "/vod/title42/v1/seg1.ts", []string{"Authorization: Bearer " + minute}, "private, max-age=60", "private, max-age=60"},
+		{"public path, no token", "/public/logo.png", nil, segment, segment},
 	} {
+		want := tt.want
+		if lifetime == origin.CacheLifetimeConfigured {
+			want = tt.wantConf
+		}
 		r := c.do("GET", tt.target, tt.hdrs...)
 		mustStatus(t, r, 200, tt.name)
-		mustHeader(t, r, "Cache-Control", tt.want, tt.name)
+		mustHeader(t, r, "Cache-Control", want, tt.name)
 		// RFC 9110 §15.4.5: the 304 carries the Cache-Control the 200 would.
 		r304 := c.do("GET", tt.target, append(tt.hdrs, "If-None-Match: "+r.header("ETag"))...)
 		mustStatus(t, r304, 304, tt.name+", revalidated")
-		mustHeader(t, r304, "Cache-Control", tt.want, tt.name+", 304")
+		mustHeader(t, r304, "Cache-Control", want, tt.name+", 304")
 	}
 }
 
@@ -99,6 +112,34 @@ func TestSecureLinkCapsCacheLifetime(t *testing.T) {
 	r := ts.get("/vod/title42/v1/seg1.ts?md5=" + hash + "&expires=" + exp)
 	mustStatus(t, r, 200, "secure_link")
 	mustHeader(t, r, "Cache-Control", "public, max-age=90", "secure_link")
+
+	conf, _ := authServer(t, now, func(a *origin.AuthConfig) {
+		a.Keys = nil
+		a.SecureLinkSecret = "s3cret"
+		a.CacheLifetime = origin.CacheLifetimeConfigured
+	})
+	r = conf.get("/vod/title42/v1/seg1.ts?md5=" + hash + "&expires=" + exp)
+	mustStatus(t, r, 200, "secure_link, lifetime configured")
+	mustHeader(t, r, "Cache-Control", "public, max-age=31536000, immutable", "secure_link, lifetime configured")
+
+	// A link without expiry has no lifetime to cap.
+	forever, _ := authServer(t, now, func(a *origin.AuthConfig) {
+		a.Keys = nil
+		a.SecureLinkSecret = "s3cret"
+		a.SecureLinkArgs = "md5"
+		a.SecureLinkExpression = "$uri $secret"
+	})
+	s, err := token.NewSecureLink(token.SecureLinkConfig{Secret: "s3cret", Expression: "$uri $secret", HashArg: "md5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash, _, err = s.Sign(token.LinkRequest{URI: "/vod/title42/v1/seg1.ts"}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = forever.get("/vod/title42/v1/seg1.ts?md5=" + hash)
+	mustStatus(t, r, 200, "secure_link without expiry")
+	mustHeader(t, r, "Cache-Control", "public, max-age=31536000, immutable", "secure_link without expiry")
 }
 
 // TestOperatorHeaders: -header kind:Name: value lands on that kind only.

@@ -312,10 +312,14 @@ func DefaultConfig() Config {
 			Bearer:        true,
 			MissingStatus: 401,
 			Skew:          token.DefaultSkew,
-			// nginx's secure_link_md5 as its documentation writes it.
-			SecureLinkExpression: "$expires$uri$remote_addr $secret",
-			QueryRewrite:         true,
-			QueryRewriteMaxBytes: defaultQueryRewriteMax,
+			CacheLifetime: CacheLifetimeToken,
+			// nginx's secure_link and secure_link_md5 as its
+			// documentation writes them.
+			SecureLinkExpression:    token.DefaultSecureLinkExpression,
+			SecureLinkArgs:          "md5,expires",
+			SecureLinkExpiredStatus: 403,
+			QueryRewrite:            true,
+			QueryRewriteMaxBytes:    defaultQueryRewriteMax,
 		},
 	}
 }

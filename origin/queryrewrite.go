@@ -39,11 +39,12 @@ type RewriteCounters[C any] struct {
 // it lives as long as the request) or, for secure_link, its expiry.
 type queryGrant struct {
 	tok        []byte    // EdgeAuth-shape token from the query carrier
-	linkExpiry time.Time // secure_link: expires= of the request; zero otherwise
+	link       bool      // a secure_link opened the document
+	linkExpiry time.Time // secure_link: expires= of the request; zero for none
 }
 
 // rewrites reports whether documents are rewritten for this grant.
-func (q queryGrant) rewrites() bool { return q.tok != nil || !q.linkExpiry.IsZero() }
+func (q queryGrant) rewrites() bool { return q.tok != nil || q.link }
 
 // rewriteFormat says how name's bytes are rewritten: HLS for .m3u8, DASH
 // for .mpd, nil for anything else.
@@ -190,24 +191,7 @@ func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg que
 		MaxOut: maxOut,
 	}
 	if a.link != nil {
-		dir := path.Dir("/"+name) + "/"
-		if dir == "//" {
-			dir = "/"
-		}
-		t.Names = []string{"md5", "expires"}
-		t.Param = func(dst []byte, p string) ([]byte, bool) {
-			if !strings.HasPrefix(p, dir) {
-				return dst, false
-			}
-			hash, exp, err := a.link.Sign(p, ip, qg.linkExpiry)
-			if err != nil {
-				return dst, false
-			}
-			dst = append(dst, "md5="...)
-			dst = append(dst, hash...)
-			dst = append(dst, "&expires="...)
-			return append(dst, exp...), true
-		}
+		a.linkTarget(t, a.linkRequest(ctx, "", ip), name, qg.linkExpiry)
 		return t
 	}
 	// The token's scope and the parameter are made once per document,
@@ -223,6 +207,66 @@ func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg que
 		return append(dst, param...), true
 	}
 	return t
+}
+
+// linkTarget sets t up for secure_link: each URI under the directory of
+// name gets a link signed for it with the request's expiry, and the
+// request's own fields (address, headers); the arguments the expression
+// reads ($arg_*) are written beside the hash with the request's values.
+func (a *authorizer) linkTarget(t *rewrite.Target, req token.LinkRequest, name string, expiry time.Time) {
+	dir := path.Dir("/"+name) + "/"
+	if dir == "//" {
+		dir = "/"
+	}
+	hashArg, expiresArg := a.link.Names()
+	t.Names = []string{hashArg}
+	if expiresArg != "" {
+		t.Names = append(t.Names, expiresArg)
+	}
+	// The arguments as the request sent them, when each is plain query
+	// text (no byte the documents would need escaped); otherwise no URI
+	// gets a link, since the hash covers them.
+	var args []byte
+	for i, n := range a.link.Args() {
+		v := req.Args[i]
+		if v == nil {
+			continue
+		}
+		if !plainQueryValue(v) {
+			t.Param = func(dst []byte, _ string) ([]byte, bool) { return dst, false }
+			return
+		}
+		t.Names = append(t.Names, n)
+		args = append(append(append(append(args, n...), '='), v...), '&')
+	}
+	t.Param = func(dst []byte, p string) ([]byte, bool) {
+		if !strings.HasPrefix(p, dir) {
+			return dst, false
+		}
+		r := req
+		r.URI = p
+		hash, exp, err := a.link.Sign(r, expiry)
+		if err != nil {
+			return dst, false
+		}
+		dst = append(dst, args...)
+		dst = append(append(append(dst, hashArg...), '='), hash...)
+		if exp != "" {
+			dst = append(append(append(append(dst, '&'), expiresArg...), '='), exp...)
+		}
+		return dst, true
+	}
+}
+
+// plainQueryValue: RFC 3986 unreserved characters and percent escapes
+// only, which a playlist line and an XML attribute hold as they are.
+func plainQueryValue(v []byte) bool {
+	for _, c := range v {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~%", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // rewriteMetrics declares the query-token rewrite's metric.

@@ -400,9 +400,21 @@ func (c *Config) authSection() schema.Section {
 		{Name: "auth-skew", Ptr: &c.Auth.Skew,
 			Usage: "clock skew allowed on token times (0: none)",
 			Doc:   "clock skew allowed on token times; 0: none"},
+		{Name: "auth-cache-lifetime", Ptr: &c.Auth.CacheLifetime,
+			Usage: "token: cap a token-authorised response's Cache-Control at the token's remaining life; configured: keep the kind's Cache-Control (a CDN that checks tokens itself)",
+			Doc:   "`token`: a response a token authorised gets Cache-Control capped at the token's remaining life; `configured`: the kind's Cache-Control as configured, for a CDN that checks tokens itself or caches without them ([signed responses in shared caches](signed-urls.md#signed-responses-in-shared-caches)); a token in a cookie or `Authorization` is capped and `private` either way"},
 		{Name: "auth-securelink-expression", Ptr: &c.Auth.SecureLinkExpression,
-			Usage: "secure_link_md5 expression ($expires, $uri, $remote_addr, $secret)",
-			Doc:   "its `secure_link_md5` expression (`$expires`, `$uri`, `$remote_addr`, `$secret`)"},
+			Usage: "secure_link_md5 expression: $secure_link_expires, $uri, $remote_addr, $http_<name>, $arg_<name>, $1..$9 (of -auth-securelink-location), $secret",
+			Doc:   "its `secure_link_md5` expression: `$secure_link_expires` (or `$expires`), `$uri`, `$remote_addr`, `$http_<name>`, `$arg_<name>`, `$1`..`$9` (captures of `-auth-securelink-location`) and `$secret` for the secret ([secure_link](signed-urls.md#nginx-secure_link))"},
+		{Name: "auth-securelink-args", Ptr: &c.Auth.SecureLinkArgs,
+			Usage: "secure_link's hash and expiry arguments (md5,expires or $arg_st,$arg_e); the hash's alone: links without expiry",
+			Doc:   "secure_link's hash and expiry arguments, as its `secure_link` directive names them (`md5,expires` or `$arg_st,$arg_e`); the hash's alone (`md5`): links without expiry"},
+		{Name: "auth-securelink-location", Ptr: &c.Auth.SecureLinkLocation,
+			Usage: "regular expression (RE2) secure_link paths must match; its captures are $1..$9 in the expression (nginx's location ~)",
+			Doc:   "regular expression (Go's RE2) that secure_link paths must match (others: 403), whose captures are `$1`..`$9` in the expression: nginx's `location ~ regex`; empty: none"},
+		{Name: "auth-securelink-expired-status", Ptr: &c.Auth.SecureLinkExpiredStatus,
+			Usage: "status for an expired secure_link: 403 or 410",
+			Doc:   "status for an authentic but expired secure_link: 403, or 410 as nginx's `if ($secure_link = \"0\") { return 410; }`"},
 	}}
 }
 
@@ -412,6 +424,9 @@ func (c *Config) checkAuth() error {
 	var errs []error
 	if c.Auth.Skew < 0 {
 		errs = append(errs, fmt.Errorf("auth-skew: %v, want >= 0 (0 allows no skew)", c.Auth.Skew))
+	}
+	if err := c.Auth.checkTokens(); err != nil {
+		errs = append(errs, err)
 	}
 	if len(c.Auth.Public) > 0 && !c.Auth.enabled() {
 		errs = append(errs, errors.New("-auth-public needs -auth-key-file or -auth-securelink-secret-file: without them no path needs a token, so there is nothing to exempt"))

@@ -28,6 +28,8 @@ func runSign(args []string, stdout io.Writer) error {
 	prefix := fs.String("path-prefix", "t", "path carrier prefix, as the server's -auth-path-prefix")
 	base := fs.String("url", "", "print a full URL with this base (e.g. http://127.0.0.1:8080)")
 	format := fs.String("print", "path", "what to print: path (/t/<token>/scope), token (raw, for query, cookie or Bearer) or query (scope?token=...)")
+	var link linkFlags
+	link.bind(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			printSignUsage(stdout, fs)
@@ -38,12 +40,23 @@ func runSign(args []string, stdout io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q (flags only; segorigin sign -h lists them)", fs.Args())
 	}
-	if *keyFile == "" || *scope == "" || !strings.HasPrefix(*scope, "/") {
-		return errors.New("-key-file and -scope (starting with /) are required (segorigin sign -h)")
-	}
 	if *ttl <= 0 {
 		// A token that is expired when minted is never what was meant.
 		return fmt.Errorf("-ttl %v: want a positive duration such as 1h", *ttl)
+	}
+	if link.secretFile != "" {
+		if *keyFile != "" {
+			return errors.New("-key-file and -securelink-secret-file exclude each other")
+		}
+		out, err := link.sign(fs, *scope, time.Now().Add(*ttl))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, strings.TrimRight(*base, "/")+out)
+		return nil
+	}
+	if *keyFile == "" || *scope == "" || !strings.HasPrefix(*scope, "/") {
+		return errors.New("-key-file (or -securelink-secret-file) and -scope (starting with /) are required (segorigin sign -h)")
 	}
 	if *start < 0 {
 		return fmt.Errorf("-start-in %v: want 0 or a positive duration", *start)
@@ -87,6 +100,14 @@ Mints a signed-URL token with a key from the file the server's
 -url, or the token with -print token). The token is valid from -start-in
 for -ttl. sign reads no SEGORIGIN_* variables (those set the server's
 flags: segorigin -h).
+
+  segorigin sign -securelink-secret-file FILE -scope /path [flags]
+
+Mints an nginx secure_link link instead, with the secret, expression,
+arguments and location the server's -auth-securelink-* flags give, and
+the request fields the expression reads (-remote-addr, -user-agent,
+-header, -arg). The link expires after -ttl, unless -securelink-args
+names the hash alone.
 
 Flags:
 `)

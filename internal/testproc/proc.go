@@ -3,6 +3,7 @@ package testproc
 import (
 	"bytes"
 	"io"
+	"net"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -341,4 +342,17 @@ func (p *Proc) line(s string) {
 		close(p.seen)
 		p.seen = make(chan struct{})
 	}
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// for a program (nginx) that cannot be told to listen on port 0 and say
+// which port it got.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

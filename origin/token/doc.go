@@ -93,7 +93,15 @@
 // SecureLinkVerifier checks links in the format of nginx's secure_link and
 // secure_link_md5 directives (MD5 over an expression, base64url without
 // padding, expiry in seconds), so that links already handed out keep
-// working during a migration.
+// working during a migration. The expression is compiled once
+// (NewSecureLink) into its literal runs and variables, with nginx's
+// syntax and meanings: $secure_link_expires, $uri, $remote_addr,
+// $http_<name>, $arg_<name> (raw, the first of that name without case, as
+// nginx's $arg_ reads it: QueryArg), the captures $1..$9 of a location
+// regular expression, and $secret for the secret, which stays out of the
+// expression. The argument names are configurable, and a link may have no
+// expiry (nginx's "secure_link $arg_md5;"). Verify fills the expression
+// into a stack buffer: without captures it does not allocate.
 //
 // # Logs
 //
