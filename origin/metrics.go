@@ -90,6 +90,7 @@ func (s *Server) Metrics() ([]*Metric, []Series) {
 	listenerMetrics(t, &st.ListenerCounters)
 	transportMetrics(t, &st.Transport)
 	authMetrics(t, &st.Auth)
+	accessMetrics(t, &st.Access)
 	rewriteMetrics(t, &st.Rewrite)
 	tlsMetrics(t, &st.TLS)
 	contentMetrics(t, &st.Content)

@@ -20,8 +20,8 @@ func mustParse(t testing.TB, src string) *Policy {
 func TestAllowed(t *testing.T) {
 	tests := []struct {
 		name, rules, addr string // addr "" is an unknown client
-		want                  bool
-		index                 int
+		want              bool
+		index             int
 	}{
 		{"no rules", "", "203.0.113.9", true, -1},
 		{"allow then deny all: inside", "allow 10.0.0.0/8; deny all", "10.1.2.3", true, 0},
