@@ -34,13 +34,13 @@ func (p *Policy) Check(addr netip.Addr, referer []byte, present bool, host []byt
 type Verdict uint8
 
 const (
-	Allowed        Verdict = iota
-	DeniedAddress          // a deny rule matched the client address
-	RefererMissing         // no Referer, and no "none"
-	RefererBlocked         // a Referer without http:// or https://, and no "blocked"
-	RefererHost            // a Referer whose host matches no name or expression
-	RefererPath            // a Referer whose host matched a name given with a path it lacks
-	NumVerdicts            // how many verdicts there are
+	Allowed        Verdict = iota // the request may proceed
+	DeniedAddress                 // a deny rule matched the client address
+	RefererMissing                // no Referer, and no "none"
+	RefererBlocked                // a Referer without http:// or https://, and no "blocked"
+	RefererHost                   // a Referer whose host matches no name or expression
+	RefererPath                   // a Referer whose host matched a name given with a path it lacks
+	NumVerdicts                   // how many verdicts there are
 )
 
 // String is the verdict's metric label and log field.
