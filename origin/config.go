@@ -199,6 +199,16 @@ type Config struct {
 	// per-IP limits, tokens, logs.
 	ProxyProtocol string
 
+	// Access is nginx's allow/deny and valid_referers, as nginx
+	// statements: "allow 10.0.0.0/8; deny all;" (address rules, tried in
+	// order, the first match deciding, none matching allowing) and
+	// "valid_referers none blocked *.example.com;" (a Referer outside the
+	// list is refused, as nginx's "if ($invalid_referer) { return 403; }").
+	// The address is the client's: the peer, or the one a trusted proxy
+	// names (TrustedProxies). A refusal is 403, for every method. Empty:
+	// off. origin/access says exactly how nginx's rules are kept.
+	Access string
+
 	// Auth enables signed-URL authorization (off when it has no keys).
 	Auth AuthConfig
 

@@ -116,6 +116,9 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) 
 		s.fail(ctx, err)
 		return name, g, false
 	}
+	if !s.admitted(ctx) { // nginx's access phase: every method
+		return name, g, false
+	}
 	switch {
 	case ctx.IsGet(), ctx.IsHead():
 	case ctx.IsOptions():

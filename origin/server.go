@@ -39,6 +39,7 @@ type Server struct {
 	cors     corsPolicy
 	clientID clientIdentity             // who a request is from (trusted proxies)
 	auth     atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
+	admit    admission                  // allow/deny and valid referers (cfg.Access); swapped by ReloadAccess
 	gate     *conn.Gate                 // connection limits of every listener
 	tls      *conn.TLS                  // nil without a TLS certificate
 	stats    counters
@@ -93,7 +94,7 @@ func New(cfg Config) (_ *Server, err error) {
 	}
 	// In order: the gate's hook reaches s.cache only at accept, after New;
 	// read-ahead needs the cold pool, and the watcher the cache.
-	for _, build := range []func(*cleanups) error{s.newGate, s.newAuth, s.newTLS, s.newColdPath, s.newCache, s.newWatcher} {
+	for _, build := range []func(*cleanups) error{s.newGate, s.newAccess, s.newAuth, s.newTLS, s.newColdPath, s.newCache, s.newWatcher} {
 		if err := build(&undo); err != nil {
 			return nil, err
 		}

@@ -20,7 +20,7 @@ import (
 func (c *Config) Sections() []schema.Section {
 	return []schema.Section{
 		c.tlsSection(), c.rootSection(), c.headerSection(), c.corsSection(),
-		c.cacheSection(), c.connSection(), c.proxySection(), c.coldSection(),
+		c.cacheSection(), c.connSection(), c.proxySection(), c.accessSection(), c.coldSection(),
 		c.authSection(), c.logSection(),
 	}
 }
@@ -297,6 +297,15 @@ func (c *Config) proxySection() schema.Section {
 		{Name: "proxy-protocol", Ptr: &c.ProxyProtocol,
 			Usage: "PROXY protocol v1/v2 header from trusted proxies: off, optional, required (refused from any other peer)",
 			Doc:   "PROXY protocol v1/v2 on every listener: `off`, `optional` (trusted proxies may send a header), `required` (they must); a header from any other peer closes the connection"},
+	}}
+}
+
+// accessSection: nginx's allow/deny and valid_referers.
+func (c *Config) accessSection() schema.Section {
+	return schema.Section{Title: "Access by address and referer", Check: c.checkAccess, Settings: []schema.Setting{
+		{Name: "access", Ptr: &c.Access,
+			Usage: "nginx allow/deny and valid_referers `statements`, e.g. \"allow 10.0.0.0/8; deny all\" (first match wins; refused: 403); see also -access-file",
+			Doc:   "nginx statements: `allow`/`deny` with an address, a CIDR prefix or `all` (tried in order against the client address, the first match deciding; none matching allows) and `valid_referers` (`none`, `blocked`, `server_names`, names, `*.example.com`, `www.example.*`, `~regex`: a Referer outside it is refused), e.g. `allow 10.0.0.0/8; deny all`. A refusal is 403 for every method, counted in `segorigin_access_refused_total`. Excludes `-access-file`"},
 	}}
 }
 

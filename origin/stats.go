@@ -46,6 +46,7 @@ type Counters[C any] struct {
 
 	Transport TransportCounters[C]
 	Auth      AuthCounters[C]
+	Access    AccessCounters[C]  // requests refused by the allow/deny rules and valid referers
 	Rewrite   RewriteCounters[C] // playlists and manifests answered to a query token (Auth.QueryRewrite)
 	TLS       conn.TLSCounters[C]
 	Cold      ColdCounters[C]
@@ -68,7 +69,7 @@ func (s *Server) Latency() prometheus.Collector { return s.latency }
 // LogSuppressed returns, by kind, the log lines rate limiting has held
 // back (the events themselves are counted by their own Stats), for an
 // exporter: parse_error, bad_path, root_escape, fasthttp, emfile, auth,
-// access_log, in_progress, permission_denied.
+// access, access_log, in_progress, permission_denied.
 func (s *Server) LogSuppressed() map[string]int64 {
 	var auth int64
 	if a := s.auth.Load(); a != nil {
@@ -79,7 +80,7 @@ func (s *Server) LogSuppressed() map[string]int64 {
 	return map[string]int64{
 		"parse_error": s.parseErrLog.Dropped(), "bad_path": s.badPathLog.Dropped(),
 		"root_escape": s.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.Dropped(),
-		"emfile": s.emfileLog.Dropped(), "auth": auth, "access_log": s.access.errLog.Dropped(),
+		"emfile": s.emfileLog.Dropped(), "auth": auth, "access": s.accessLogDropped(), "access_log": s.access.errLog.Dropped(),
 		"in_progress": s.pub.logged.limit.Dropped(), "permission_denied": s.permLog.Dropped(),
 	}
 }
