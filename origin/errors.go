@@ -176,7 +176,7 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		code = fasthttp.StatusNotImplemented
 	}
 	s.stats.BadRequests.Add(1)
-	s.countResponse(code)
+	s.rec.countResponse(code)
 	if s.parseErrLog.Allow() {
 		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(),
 			"err", s.loggable(err.Error()), "suppressed", s.parseErrLog.Suppressed())

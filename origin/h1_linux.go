@@ -451,7 +451,7 @@ func (r *h1Req) afterOffload() {
 			r.p.h.Release()
 			r.p.h = nil
 		}
-		r.ls.s.finish(&r.ctx, r.p.kind, 0, "")
+		r.ls.s.rec.finish(&r.ctx, r.p.kind, 0, "")
 		r.ls.putReq(r)
 		return
 	}
@@ -515,7 +515,7 @@ func (ls *h1Server) render(r *h1Req) {
 			// Recorded before it is sent, as the fasthttp engine records
 			// a response fasthttp writes from memory: its line is in the
 			// access log by the time the client has read it.
-			s.finish(ctx, p.kind, int64(logged), "")
+			s.rec.finish(ctx, p.kind, int64(logged), "")
 			r.counted = true
 		}
 		c.Send(resp)
@@ -632,7 +632,7 @@ func (r *h1Req) finished(sent int64, err error) {
 		r.p.h = nil
 	}
 	if !r.counted {
-		s.finish(&r.ctx, r.p.kind, body, r.via)
+		s.rec.finish(&r.ctx, r.p.kind, body, r.via)
 	}
 	r.ls.putReq(r)
 }

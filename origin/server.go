@@ -4,18 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 
 	"segorigin/cache"
 	"segorigin/origin/conn"
@@ -25,17 +21,13 @@ import (
 // Server is a segorigin origin: one fasthttp server over one media root,
 // with its file cache and, when enabled, the watcher that invalidates it.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	cache *cache.Cache
-	watch *watcher.Watcher // nil when cfg.Watch is false
-	cold  *coldPath        // nil when cfg.ColdReaders is 0
-	ra    *readAhead       // nil when read-ahead is off
-	// opens bounds opens and stats in progress (cache misses and
-	// revalidations) to cfg.ColdReaders when the cold path is on: on slow
-	// storage they block their thread too, and a burst of misses must not
-	// grow the thread count. nil: unbounded.
-	opens    chan struct{}
+	cfg      Config
+	log      *slog.Logger
+	cache    *cache.Cache
+	watch    *watcher.Watcher // nil when cfg.Watch is false
+	cold     *coldPath        // nil when cfg.ColdReaders is 0
+	ra       *readAhead       // nil when read-ahead is off
+	root     *mediaRoot       // the directory served, opens under it, its checks
 	cors     corsPolicy
 	clientID clientIdentity             // who a request is from (trusted proxies)
 	auth     atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
@@ -43,10 +35,6 @@ type Server struct {
 	gate     *conn.Gate                 // connection limits of every listener
 	tls      *conn.TLS                  // nil without a TLS certificate
 	stats    counters
-
-	rootDown atomic.Bool             // the last CheckRoot failed
-	rootDir  atomic.Pointer[rootDir] // the media root served now (rootdir.go)
-	rootMu   sync.Mutex              // serialises root checks and swaps (probeRoot)
 
 	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
 
@@ -70,11 +58,8 @@ type Server struct {
 	extraHeaders [kindError + 1][]headerKV // operator headers by kind, kindError for errors
 	types        map[string]mediaType      // Content-Type and kind by extension: built in, then cfg.Types
 
-	latency    *prometheus.HistogramVec
-	latencyBy  [3]prometheus.Observer // latency's children by kind, resolved once
-	latencyErr prometheus.Observer    // latency's child for 4xx and 5xx responses
-	dates      dateClamp              // keeps Last-Modified at or before Date
-	access     accessLog
+	dates dateClamp // keeps Last-Modified at or before Date
+	rec   recorder  // counts, times and logs every finished response
 }
 
 // New validates cfg and builds a server. It starts no goroutine: Run does.
@@ -135,25 +120,23 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, cors: newCORSPolicy(cfg),
 		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers),
 		types: mediaTypeTable(cfg.Types)}
-	s.rootDir.Store(rt)
+	s.root = newMediaRoot(cfg, rt, &s.stats, func() {
+		invalidator{s}.InvalidateAll()
+		if s.watch != nil {
+			s.watch.Reroot()
+		}
+	})
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
 	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
-	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog, &s.permLog} {
+	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.coldLog, &s.permLog} {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }
 	s.planPool.New = func() any { return new(plan) }
 	s.pathPool.New = func() any { return new(pathBuf) }
-	s.latency = newLatency()
-	for k := range s.latencyBy {
-		s.latencyBy[k] = s.latency.WithLabelValues(kind(k).String())
-	}
-	s.latencyErr = s.latency.WithLabelValues(errorKindLabel)
-	if cfg.AccessLog != nil {
-		s.access.w, s.access.format, s.access.sample = cfg.AccessLog, cfg.AccessLogFormat, uint64(cfg.AccessLogSample)
-	}
+	s.rec.init(cfg, &s.stats, s.redactor, s.clientAddr)
 	return s, nil
 }
 
@@ -220,7 +203,7 @@ func (s *Server) newColdPath(*cleanups) (err error) {
 	}
 	s.cold = &coldPath{pool: pool, st: &s.stats.Cold, now: s.cfg.Now, acquire: func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) },
 		bufs: &s.bufPool, log: s.log, loggable: s.loggable, failLog: &s.coldLog}
-	s.opens = make(chan struct{}, s.cfg.ColdReaders)
+	s.root.opens = make(chan struct{}, s.cfg.ColdReaders)
 	if s.cfg.ReadAhead.Readers > 0 {
 		if s.ra, err = newReadAhead(s); err != nil {
 			return fmt.Errorf("origin: read-ahead: %w", err)
@@ -248,8 +231,8 @@ func (s *Server) newCache(undo *cleanups) (err error) {
 		InlineMax:     cfg.InlineMax,
 		InlineBudget:  cfg.InlineBudget,
 		WaitTimeout:   max(cfg.ColdDeadline, 0),
-		Open:          s.open,
-		Stat:          s.stat,
+		Open:          s.root.open,
+		Stat:          s.root.stat,
 		Now:           cfg.Now,
 	})
 	if err != nil {
@@ -313,82 +296,6 @@ func (s *Server) onWatchDegraded(degraded bool) {
 	s.cache.SetRevalidate(0)
 }
 
-// open opens a cache key under the root. Without FollowSymlinks, os.Root
-// refuses any path, symlinks included, that resolves outside the root.
-func (s *Server) open(name string) (*os.File, error) {
-	if name == "" {
-		name = "."
-	}
-	// O_NONBLOCK: opening a FIFO for reading would otherwise block until a
-	// writer appears; with it the open returns and the cache refuses the
-	// FIFO as not a regular file. Regular files ignore the flag.
-	const flags = os.O_RDONLY | syscall.O_NONBLOCK
-	if err := s.takeOpen(name); err != nil {
-		return nil, err
-	}
-	defer s.giveOpen()
-	var joined string
-	f, rt, err := inRoot(s, func(rt *rootDir) (f *os.File, err error) { f, joined, err = s.openIn(rt, name, flags); return })
-	if err != nil || s.cfg.ServeDotfiles {
-		return f, err
-	}
-	// The route refused a hidden name; a symlink with a plain name may
-	// still lead to one. Checked on the opened file, not the name.
-	real, err := realPath(f, joined)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if hiddenTarget(rt.real, real) {
-		f.Close()
-		return nil, errHiddenTarget
-	}
-	return f, nil
-}
-
-// errOpenWait: an open or stat waited -cold-deadline for its turn (the
-// opens in progress all hung on storage). Answered 503 with Retry-After.
-var errOpenWait = errors.New("origin: waited too long for a turn to open")
-
-// takeOpen takes a turn among the opens in progress (s.opens), waiting at
-// most ColdDeadline; giveOpen gives it back.
-func (s *Server) takeOpen(name string) error {
-	if s.opens == nil {
-		return nil
-	}
-	select {
-	case s.opens <- struct{}{}:
-		return nil
-	default:
-	}
-	t := time.NewTimer(s.cfg.ColdDeadline)
-	defer t.Stop()
-	select {
-	case s.opens <- struct{}{}:
-		return nil
-	case <-t.C:
-		return &fs.PathError{Op: "open", Path: name, Err: errOpenWait}
-	}
-}
-
-func (s *Server) giveOpen() {
-	if s.opens != nil {
-		<-s.opens
-	}
-}
-
-func (s *Server) stat(name string) (fs.FileInfo, error) {
-	if name == "" {
-		name = "."
-	}
-	if err := s.takeOpen(name); err != nil {
-		return nil, err
-	}
-	defer s.giveOpen()
-	fi, _, err := inRoot(s, func(rt *rootDir) (fs.FileInfo, error) { return s.statIn(rt, name) })
-	return fi, err
-}
-
 // Run serves on every listener until ctx is done, then drains: it stops
 // accepting, lets responses in flight finish until drain elapses, and
 // returns. Listeners marked by TLSListener serve HTTPS. Run owns the
@@ -446,7 +353,7 @@ func (s *Server) startBackground(ctx context.Context, wg *sync.WaitGroup) {
 		})
 	}
 	if s.cfg.RootCheckEvery > 0 {
-		wg.Go(func() { s.watchRoot(ctx, s.cfg.RootCheckEvery) })
+		wg.Go(func() { s.root.watch(ctx, s.cfg.RootCheckEvery) })
 	}
 	if s.cold != nil {
 		wg.Go(func() { s.cold.pool.Run(ctx) })
@@ -540,7 +447,7 @@ func (s *Server) loopFor(ln, wl net.Listener) *loopServer {
 
 // Close releases the cache and the root. Call it after Run returned.
 func (s *Server) Close() error {
-	return errors.Join(s.cache.Close(), s.rootNow().dir.Close())
+	return errors.Join(s.cache.Close(), s.root.close())
 }
 
 // CacheStats returns a snapshot of the file cache's counters.

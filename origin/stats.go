@@ -64,7 +64,7 @@ func KindName(i int) string { return kind(i).String() }
 
 // Latency is the response-latency histogram by kind of file, for an
 // exporter to register (origin/admin).
-func (s *Server) Latency() prometheus.Collector { return s.latency }
+func (s *Server) Latency() prometheus.Collector { return s.rec.latency }
 
 // LogSuppressed returns, by kind, the log lines rate limiting has held
 // back (the events themselves are counted by their own Stats), for an
@@ -80,7 +80,7 @@ func (s *Server) LogSuppressed() map[string]int64 {
 	return map[string]int64{
 		"parse_error": s.parseErrLog.Dropped(), "bad_path": s.badPathLog.Dropped(),
 		"root_escape": s.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.Dropped(),
-		"emfile": s.emfileLog.Dropped(), "auth": auth, "access": s.accessLogDropped(), "access_log": s.access.errLog.Dropped(),
+		"emfile": s.emfileLog.Dropped(), "auth": auth, "access": s.accessLogDropped(), "access_log": s.rec.access.errLog.Dropped(),
 		"in_progress": s.pub.logged.limit.Dropped(), "permission_denied": s.permLog.Dropped(),
 	}
 }
@@ -114,8 +114,8 @@ func statusIndex(code int) int {
 }
 
 // countResponse counts one finished response by its status code and class.
-func (s *Server) countResponse(code int) {
-	c := &s.stats
+func (r *recorder) countResponse(code int) {
+	c := r.st
 	c.ByStatus[statusIndex(code)].Add(1)
 	switch code / 100 {
 	case 2:
@@ -153,12 +153,12 @@ const errorKindLabel = "error"
 
 // record counts a finished response by the status it carries, and its
 // latency under its kind of file, or under "error" for a 4xx or 5xx.
-func (s *Server) record(ctx *fasthttp.RequestCtx, k kind, d time.Duration) {
+func (r *recorder) record(ctx *fasthttp.RequestCtx, k kind, d time.Duration) {
 	code := ctx.Response.StatusCode()
-	s.countResponse(code)
-	o := s.latencyBy[k]
+	r.countResponse(code)
+	o := r.latencyBy[k]
 	if code >= 400 {
-		o = s.latencyErr
+		o = r.latencyErr
 	}
 	o.Observe(d.Seconds())
 }

@@ -236,7 +236,7 @@ func (s *Server) countBody(e bodyEnd) {
 func (b *bodyStream) Close() error {
 	b.h.Release()
 	s := b.srv
-	s.finish(b.ctx, b.kind, b.sent, b.via)
+	s.rec.finish(b.ctx, b.kind, b.sent, b.via)
 	b.srv, b.conn, b.name, b.h, b.mp, b.ctx = nil, nil, "", nil, nil, nil
 	b.inline = nil
 	if cap(b.mbuf) > maxPooledMultipart {
