@@ -152,9 +152,10 @@ type Config struct {
 	// MaxHeaderBytes bounds the request line plus headers; beyond it the
 	// request is refused with 431.
 	MaxHeaderBytes int
-	// MaxConns bounds concurrent connections (0: no limit); MaxConnsPerIP
-	// bounds them per client IP. Both are enforced by our listener so that
-	// the zero-copy path keeps the raw TCP connection.
+	// MaxConns bounds concurrent connections (0: no limit), enforced at
+	// accept. MaxConnsPerIP bounds the requests in progress at once per
+	// client address, as trusted proxies name it (0: no limit): a request
+	// over it is answered 503 with Retry-After, as nginx's limit_conn.
 	MaxConns      int
 	MaxConnsPerIP int
 

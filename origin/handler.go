@@ -3,6 +3,7 @@ package origin
 import (
 	"bytes"
 	"crypto/rand"
+	"net/netip"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -57,6 +58,11 @@ type plan struct {
 	mt            mediaType
 	rangesIgnored bool
 
+	// client is the address p counts against -max-conns-per-ip while
+	// holds (holdClient, releaseClient).
+	client netip.Addr
+	holds  bool
+
 	// inProgress: the file is still being written and its bytes go out
 	// with no-store (-in-progress uncached); counted when the plan is
 	// final, with the file's size then.
@@ -76,9 +82,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	p := s.planPool.Get().(*plan)
 	s.route(ctx, p)
 	if p.h == nil {
+		s.releaseClient(p)
 		s.finishNoStream(ctx, p.kind)
 	} else {
-		s.attachBody(ctx, p)
+		s.attachBody(ctx, p) // the body stream's Close releases the client's count
 	}
 	*p = plan{}
 	s.planPool.Put(p)
@@ -92,7 +99,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, p *plan) {
 	sp := s.pathPool.Get().(*pathBuf)
 	defer s.putPath(sp)
 	var ok bool
-	if p.name, p.g, ok = s.resolve(ctx, &p.rh, sp); !ok {
+	if p.name, p.g, ok = s.resolve(ctx, &p.rh, sp); !ok || !s.holdClient(ctx, p) {
 		p.kind = kindOther
 		return
 	}

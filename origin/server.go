@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-
 	"segorigin/cache"
 	"segorigin/origin/conn"
 	"segorigin/watcher"
@@ -60,6 +59,8 @@ type Server struct {
 
 	dates dateClamp // keeps Last-Modified at or before Date
 	rec   recorder  // counts, times and logs every finished response
+
+	perClient *clientLimit // -max-conns-per-ip; nil: no limit
 }
 
 // New validates cfg and builds a server. It starts no goroutine: Run does.
@@ -137,6 +138,7 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	s.planPool.New = func() any { return new(plan) }
 	s.pathPool.New = func() any { return new(pathBuf) }
 	s.rec.init(cfg, &s.stats, s.redactor, s.clientAddr)
+	s.perClient = newClientLimit(cfg, &s.stats.ClientLimited)
 	return s, nil
 }
 
@@ -144,14 +146,13 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 func (s *Server) newGate(*cleanups) (err error) {
 	cfg := s.cfg
 	s.gate, err = conn.NewGate(conn.GateConfig{
-		MaxConns:      cfg.MaxConns,
-		MaxConnsPerIP: cfg.MaxConnsPerIP,
-		Trusted:       s.clientID.trusted,
-		Proxy:         conn.ProxyMode(cfg.ProxyProtocol),
-		OnFDPressure:  s.onFDPressure,
-		Logger:        s.log,
-		Stats:         &s.stats.ListenerCounters,
-		Now:           cfg.Now,
+		MaxConns:     cfg.MaxConns,
+		Trusted:      s.clientID.trusted,
+		Proxy:        conn.ProxyMode(cfg.ProxyProtocol),
+		OnFDPressure: s.onFDPressure,
+		Logger:       s.log,
+		Stats:        &s.stats.ListenerCounters,
+		Now:          cfg.Now,
 	})
 	if err != nil {
 		return fmt.Errorf("origin: listener: %w", err)

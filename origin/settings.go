@@ -252,8 +252,8 @@ func (c *Config) connSection() schema.Section {
 			Usage: "most concurrent connections (0: no limit)",
 			Doc:   "most concurrent connections, enforced at accept (0: no limit)"},
 		{Name: "max-conns-per-ip", Ptr: &c.MaxConnsPerIP,
-			Usage: "most concurrent connections per client IP (0: no limit)",
-			Doc:   "most concurrent connections per client address (0: no limit); a trusted proxy's own connections are not limited per address"},
+			Usage: "most requests in progress at once per client address, as trusted proxies name it; 503 beyond (0: no limit)",
+			Doc:   "most requests in progress at once per client address (0: no limit), as nginx's `limit_conn` over `$binary_remote_addr`: the address is the client's as trusted proxies name it (X-Forwarded-For, Forwarded, PROXY); a request over the limit is read and answered 503 with Retry-After, the connection kept"},
 	}}
 }
 

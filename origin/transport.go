@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 
 	"github.com/valyala/fasthttp"
 
@@ -43,6 +44,10 @@ type bodyStream struct {
 	cp   copyWriter     // userspace path
 	ktls bool           // sf serves a kTLS socket: count under KTLS
 
+	// The client's count against -max-conns-per-ip, given back by Close.
+	client netip.Addr
+	holds  bool
+
 	// For the access log and latency, recorded by Close.
 	ctx  *fasthttp.RequestCtx
 	kind kind
@@ -59,6 +64,8 @@ func (s *Server) attachBody(ctx *fasthttp.RequestCtx, p *plan) {
 	bs := s.streamPool.Get().(*bodyStream)
 	bs.srv, bs.conn, bs.name, bs.h, bs.mp, bs.total = s, ctx.Conn(), h.Name, h, p.mp, total // h.Name: the caller's name is reused after route
 	bs.ctx, bs.kind, bs.sent, bs.via = ctx, p.kind, 0, ""
+	bs.client, bs.holds = p.client, p.holds
+	p.holds = false
 
 	bs.spans = append(bs.spans[:0], p.spans...)
 	if h.Bytes != nil {
@@ -235,6 +242,10 @@ func (s *Server) countBody(e bodyEnd) {
 // it exactly once per response, whether or not the body was sent.
 func (b *bodyStream) Close() error {
 	b.h.Release()
+	if b.holds {
+		b.holds = false
+		b.srv.perClient.give(b.client)
+	}
 	s := b.srv
 	s.rec.finish(b.ctx, b.kind, b.sent, b.via)
 	b.srv, b.conn, b.name, b.h, b.mp, b.ctx = nil, nil, "", nil, nil, nil
