@@ -96,7 +96,7 @@ func (s *Server) admitted(ctx *fasthttp.RequestCtx) bool {
 			"path", s.loggable(string(ctx.Path())), "client", s.clientIP(ctx),
 			"referer", s.loggable(string(referer)), "suppressed", l.Suppressed())
 	}
-	s.fail(ctx, errAccessRefused)
+	s.resp.fail(ctx, errAccessRefused)
 	return false
 }
 

@@ -394,7 +394,7 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 			"client", s.clientIP(ctx), "suppressed", l.Suppressed())
 	}
 	// A 410 is a refusal too: the Cache-Control of refusals, not of 404s.
-	s.setErrorHeaders(&ctx.Response.Header, min(code, fasthttp.StatusForbidden))
+	s.resp.setErrorHeaders(&ctx.Response.Header, min(code, fasthttp.StatusForbidden))
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(fmt.Sprintf("%d %s\n", code, fasthttp.StatusMessage(code)))

@@ -47,13 +47,13 @@ func (e *errorCacheControl) forStatus(code int) []byte {
 
 // setErrorHeaders writes the Cache-Control and operator headers of an
 // error response.
-func (s *Server) setErrorHeaders(hdr *fasthttp.ResponseHeader, code int) {
-	if cc := s.errorCC.forStatus(code); len(cc) > 0 {
+func (rs *responder) setErrorHeaders(hdr *fasthttp.ResponseHeader, code int) {
+	if cc := rs.errorCC.forStatus(code); len(cc) > 0 {
 		hdr.SetCanonical(hdrCacheControl, cc)
 	} else {
 		hdr.Del("Cache-Control")
 	}
-	s.addOperatorHeaders(hdr, s.extraHeaders[kindError])
+	rs.addOperatorHeaders(hdr, rs.extraHeaders[kindError])
 }
 
 // capCacheControl appends to dst the Cache-Control value cc rewritten for a
@@ -218,7 +218,7 @@ func extraHeaderValues(rules []HeaderRule) [kindError + 1][]headerKV {
 	return out
 }
 
-func (s *Server) addOperatorHeaders(hdr *fasthttp.ResponseHeader, kvs []headerKV) {
+func (rs *responder) addOperatorHeaders(hdr *fasthttp.ResponseHeader, kvs []headerKV) {
 	for _, kv := range kvs {
 		hdr.AddBytesKV(kv.name, kv.value)
 	}

@@ -88,7 +88,7 @@ func (s *Server) holdClient(ctx *fasthttp.RequestCtx, p *plan) bool {
 			s.log.Warn("client over -max-conns-per-ip: answering 503", "client", a.String(),
 				"max_conns_per_ip", s.perClient.max, "suppressed", s.perClient.log.Suppressed())
 		}
-		s.fail(ctx, errClientLimit)
+		s.resp.fail(ctx, errClientLimit)
 		return false
 	}
 	if a.IsValid() {

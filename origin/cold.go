@@ -92,7 +92,7 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	}
 	if err != nil {
 		s.stats.Cold.Refused.Add(1)
-		s.fail(ctx, err)
+		s.resp.fail(ctx, err)
 		return stepAnswered
 	}
 	if s.ra != nil {

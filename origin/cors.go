@@ -107,45 +107,45 @@ const (
 // or they cannot even read the status. Timing-Allow-Origin lets the page's
 // Resource Timing see a response's phases (players use it to estimate
 // bandwidth); it names the same origins as Allow-Origin.
-func (s *Server) setCORS(ctx *fasthttp.RequestCtx, origin []byte) {
-	if !s.cors.enabled() {
+func (rs *responder) setCORS(ctx *fasthttp.RequestCtx, origin []byte) {
+	if !rs.cors.enabled() {
 		return
 	}
 	hdr := &ctx.Response.Header
-	if !s.cors.any {
+	if !rs.cors.any {
 		hdr.Add("Vary", "Origin")
 	}
 	if len(origin) == 0 {
-		if s.cors.any {
+		if rs.cors.any {
 			hdr.SetCanonical(hdrAllowOrigin, valAnyOrigin)
 			hdr.SetCanonical(hdrTimingAllow, valAnyOrigin)
 		}
 		return
 	}
-	allow := s.cors.allow(origin)
+	allow := rs.cors.allow(origin)
 	if allow == "" {
 		return
 	}
 	hdr.SetCanonical(hdrAllowOrigin, []byte(allow))
 	hdr.SetCanonical(hdrTimingAllow, []byte(allow))
 	hdr.SetCanonical(hdrExposeHeaders, valExposeHeaders)
-	if s.cors.credentials {
+	if rs.cors.credentials {
 		hdr.SetCanonical(hdrAllowCreds, valTrue)
 	}
 }
 
 // options answers OPTIONS: a CORS preflight when it carries
 // Access-Control-Request-Method, a plain capability answer otherwise.
-func (s *Server) options(ctx *fasthttp.RequestCtx) {
+func (rs *responder) options(ctx *fasthttp.RequestCtx) {
 	hdr := &ctx.Response.Header
 	hdr.Set("Allow", corsAllowMethods)
 	if len(ctx.Request.Header.Peek("Access-Control-Request-Method")) > 0 &&
 		len(hdr.Peek("Access-Control-Allow-Origin")) > 0 {
 		hdr.Set("Access-Control-Allow-Methods", corsAllowMethods)
-		if s.cors.allowHeaders != "" {
-			hdr.Set("Access-Control-Allow-Headers", s.cors.allowHeaders)
+		if rs.cors.allowHeaders != "" {
+			hdr.Set("Access-Control-Allow-Headers", rs.cors.allowHeaders)
 		}
-		hdr.Set("Access-Control-Max-Age", s.cors.maxAge)
+		hdr.Set("Access-Control-Max-Age", rs.cors.maxAge)
 	}
 	hdr.SetContentLength(0)
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

@@ -63,7 +63,7 @@ func (s *Server) newFastHTTP() *fasthttp.Server {
 		ReduceMemoryUsage:             true,
 		CloseOnShutdown:               true,
 		Logger:                        fasthttpLogger{s},
-		ErrorHandler:                  s.handleParseError,
+		ErrorHandler:                  s.resp.handleParseError,
 		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 			persistLaterMinor(h)
 			return fasthttp.RequestConfig{} // the server's limits

@@ -100,7 +100,7 @@ func isRootEscape(err error) bool {
 // fail answers a request with the status for err and a short body, and logs
 // what an operator needs (but not on the hot 404/412/416 paths, which are
 // counted instead).
-func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
+func (rs *responder) fail(ctx *fasthttp.RequestCtx, err error) {
 	code := statusFor(err)
 	switch {
 	case code == fasthttp.StatusServiceUnavailable:
@@ -111,39 +111,39 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		case errors.Is(err, errInProgress), errors.Is(err, errContentUnknown), errors.Is(err, errClientLimit):
 			// Counted, and logged, where they are found.
 		case isColdBusy(err):
-			if s.coldLog.Allow() {
-				s.log.Warn("cold readers saturated: answering 503", "path", s.loggable(string(ctx.Path())), "err", err)
+			if rs.coldLog.Allow() {
+				rs.log.Warn("cold readers saturated: answering 503", "path", rs.loggable(string(ctx.Path())), "err", err)
 			}
-		case s.emfileLog.Allow():
-			s.log.Error("out of file descriptors: shedding the file cache, answering 503",
-				"path", s.loggable(string(ctx.Path())), "err", err, "suppressed", s.emfileLog.Suppressed())
+		case rs.emfileLog.Allow():
+			rs.log.Error("out of file descriptors: shedding the file cache, answering 503",
+				"path", rs.loggable(string(ctx.Path())), "err", err, "suppressed", rs.emfileLog.Suppressed())
 		}
 	case code == fasthttp.StatusNotImplemented, code == fasthttp.StatusHTTPVersionNotSupported,
 		errors.Is(err, errMessage):
 		// The client's doing, not the server's: counted, and logged at
 		// most once per interval.
-		if s.parseErrLog.Allow() {
-			s.log.Info("request refused", "status", code, "remote", ctx.RemoteAddr().String(), "err", err,
-				"suppressed", s.parseErrLog.Suppressed())
+		if rs.parseErrLog.Allow() {
+			rs.log.Info("request refused", "status", code, "remote", ctx.RemoteAddr().String(), "err", err,
+				"suppressed", rs.parseErrLog.Suppressed())
 		}
 	case code >= 500:
-		s.stats.FileErrors.ByReason[fileErrorReasonOf(err)].Add(1)
-		s.log.Error("request failed", "path", s.loggable(string(ctx.Path())), "err", s.loggable(err.Error()))
+		rs.st.FileErrors.ByReason[fileErrorReasonOf(err)].Add(1)
+		rs.log.Error("request failed", "path", rs.loggable(string(ctx.Path())), "err", rs.loggable(err.Error()))
 	case code == fasthttp.StatusBadRequest:
-		s.stats.BadPaths.Add(1)
-		if s.badPathLog.Allow() {
-			s.log.Info("bad request path", "raw", s.loggable(string(ctx.URI().PathOriginal())), "err", err,
-				"suppressed", s.badPathLog.Suppressed())
+		rs.st.BadPaths.Add(1)
+		if rs.badPathLog.Allow() {
+			rs.log.Info("bad request path", "raw", rs.loggable(string(ctx.URI().PathOriginal())), "err", err,
+				"suppressed", rs.badPathLog.Suppressed())
 		}
 	case code == fasthttp.StatusForbidden:
-		s.permissionDenied(ctx, err)
+		rs.permissionDenied(ctx, err)
 	default:
-		if isRootEscape(err) && s.escapeLog.Allow() {
-			s.log.Info("refused a path that leaves the root", "err", s.loggable(err.Error()),
-				"suppressed", s.escapeLog.Suppressed())
+		if isRootEscape(err) && rs.escapeLog.Allow() {
+			rs.log.Info("refused a path that leaves the root", "err", rs.loggable(err.Error()),
+				"suppressed", rs.escapeLog.Suppressed())
 		}
 	}
-	s.setErrorHeaders(&ctx.Response.Header, code)
+	rs.setErrorHeaders(&ctx.Response.Header, code)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(strconv.Itoa(code) + " " + fasthttp.StatusMessage(code) + "\n")
@@ -152,14 +152,14 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 // handleParseError answers requests fasthttp could not parse (oversized
 // headers: 431; timeouts: 408; anything else: 400). fasthttp closes the
 // connection after it.
-func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
+func (rs *responder) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	code := fasthttp.StatusBadRequest
 	var small *fasthttp.ErrSmallBuffer
 	var ne interface{ Timeout() bool }
 	switch {
 	case errors.As(err, &small):
 		code = fasthttp.StatusRequestHeaderFieldsTooLarge
-		s.stats.HeaderTooLarge.Add(1)
+		rs.st.HeaderTooLarge.Add(1)
 	case errors.As(err, &ne) && ne.Timeout():
 		code = fasthttp.StatusRequestTimeout
 	case errors.Is(err, errVersion):
@@ -175,14 +175,14 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 	case errors.Is(err, errCodingNotImplemented):
 		code = fasthttp.StatusNotImplemented
 	}
-	s.stats.BadRequests.Add(1)
-	s.rec.countResponse(code)
-	if s.parseErrLog.Allow() {
-		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(),
-			"err", s.loggable(err.Error()), "suppressed", s.parseErrLog.Suppressed())
+	rs.st.BadRequests.Add(1)
+	rs.countResponse(code)
+	if rs.parseErrLog.Allow() {
+		rs.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(),
+			"err", rs.loggable(err.Error()), "suppressed", rs.parseErrLog.Suppressed())
 	}
-	s.setCORS(ctx, ctx.Request.Header.Peek("Origin"))
-	s.setErrorHeaders(&ctx.Response.Header, code)
+	rs.setCORS(ctx, ctx.Request.Header.Peek("Origin"))
+	rs.setErrorHeaders(&ctx.Response.Header, code)
 	ctx.Response.Header.SetCanonical(hdrNoSniff, valNoSniff)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)

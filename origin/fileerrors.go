@@ -53,15 +53,15 @@ type FileErrorCounters[C any] struct {
 // Permission denied)"; so does this, at most once per interval (a
 // directory made unreadable refuses every request below it), with the
 // request path redacted as every other line's.
-func (s *Server) permissionDenied(ctx *fasthttp.RequestCtx, err error) {
-	s.stats.FileErrors.ByReason[FilePermissionDenied].Add(1)
-	if !s.permLog.Allow() {
+func (rs *responder) permissionDenied(ctx *fasthttp.RequestCtx, err error) {
+	rs.st.FileErrors.ByReason[FilePermissionDenied].Add(1)
+	if !rs.permLog.Allow() {
 		return
 	}
 	var errno syscall.Errno
 	errors.As(err, &errno)
-	s.log.Error("permission denied: answering 403", "path", s.loggable(string(ctx.Path())),
-		"err", s.loggable(err.Error()), "errno", int(errno), "suppressed", s.permLog.Suppressed())
+	rs.log.Error("permission denied: answering 403", "path", rs.loggable(string(ctx.Path())),
+		"err", rs.loggable(err.Error()), "errno", int(errno), "suppressed", rs.permLog.Suppressed())
 }
 
 // fileErrorMetrics declares the metric of FileErrorCounters.

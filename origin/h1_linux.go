@@ -463,7 +463,7 @@ func (r *h1Req) afterOffload() {
 // parseError answers a request that cannot be parsed (or did not arrive
 // in time), as the fasthttp engine's ErrorHandler does, and closes.
 func (ls *h1Server) parseError(r *h1Req, err error) {
-	ls.s.handleParseError(&r.ctx, err)
+	ls.s.resp.handleParseError(&r.ctx, err)
 	r.counted = true
 	r.ctx.SetConnectionClose()
 	// The rest of the request (a body, more pipelined requests) may

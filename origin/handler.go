@@ -115,12 +115,12 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) 
 	// Every response: a browser must never guess a media or playlist
 	// response to be HTML or script (an uploaded .txt, a .json manifest).
 	ctx.Response.Header.SetCanonical(hdrNoSniff, valNoSniff)
-	s.setCORS(ctx, rh.origin)
+	s.resp.setCORS(ctx, rh.origin)
 	if err := checkMessage(&ctx.Request.Header, rh); err != nil {
 		// The message itself is not one we can answer; what follows it
 		// on the connection cannot be trusted either.
 		ctx.SetConnectionClose()
-		s.fail(ctx, err)
+		s.resp.fail(ctx, err)
 		return name, g, false
 	}
 	if !s.admitted(ctx) { // nginx's access phase: every method
@@ -129,19 +129,19 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) 
 	switch {
 	case ctx.IsGet(), ctx.IsHead():
 	case ctx.IsOptions():
-		s.options(ctx)
+		s.resp.options(ctx)
 		return name, g, false
 	case isKnownMethod(ctx.Method()):
 		// RFC 9110 §15.5.6: "The origin server MUST generate an Allow
 		// header field in a 405 response".
 		ctx.Response.Header.Set("Allow", corsAllowMethods)
-		s.fail(ctx, errMethod)
+		s.resp.fail(ctx, errMethod)
 		return name, g, false
 	default:
 		// RFC 9110 §9.1: "An origin server that receives a request method
 		// that is unrecognized or not implemented SHOULD respond with the
 		// 501 (Not Implemented) status code."
-		s.fail(ctx, errNotImplemented)
+		s.resp.fail(ctx, errNotImplemented)
 		return name, g, false
 	}
 	s.countCMCD(ctx, rh)
@@ -160,7 +160,7 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) 
 		err = errHiddenPath
 	}
 	if err != nil {
-		s.fail(ctx, err)
+		s.resp.fail(ctx, err)
 		return name, g, false
 	}
 	if a := s.auth.Load(); a != nil {
@@ -277,21 +277,21 @@ func isKnownMethod(m []byte) bool {
 // §15.4.5 says a 304 carries the ETag, Cache-Control and Date the 200 would.
 // A token's grant caps the Cache-Control lifetime (capCacheControl); a
 // file still being written (uncached) gets no-store.
-func (s *Server) setValidators(ctx *fasthttp.RequestCtx, k kind, v validators, g grant, uncached bool) {
+func (rs *responder) setValidators(ctx *fasthttp.RequestCtx, k kind, v validators, g grant, uncached bool) {
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrETag, []byte(v.etag)) // short: converted on the stack
 	hdr.SetLastModified(v.modTime)
-	cc := s.cacheControl[k]
+	cc := rs.cacheControl[k]
 	if uncached {
 		cc = valNoStore
 	} else if g.until != 0 {
 		var buf [160]byte
-		cc = capCacheControl(buf[:0], cc, g.until-s.cfg.Now().Unix(), g.private)
+		cc = capCacheControl(buf[:0], cc, g.until-rs.now().Unix(), g.private)
 	}
 	if len(cc) > 0 {
 		hdr.SetCanonical(hdrCacheControl, cc)
 	}
-	s.addOperatorHeaders(hdr, s.extraHeaders[k])
+	rs.addOperatorHeaders(hdr, rs.extraHeaders[k])
 }
 
 // Response header names in the form fasthttp's Set would normalise them to
@@ -333,12 +333,12 @@ func cacheControlValues(cfg Config) [3][]byte {
 
 // boundary returns a fresh multipart boundary. Random, so that no file's
 // content can forge a part delimiter.
-func (s *Server) boundary() string {
+func (rs *responder) boundary() string {
 	b, err := ranges.NewBoundary(rand.Reader)
 	if err != nil {
 		// crypto/rand does not fail on Linux; if it ever does, a
 		// counter-based boundary is still unique per response.
-		return "segorigin-" + strconv.FormatInt(s.stats.Multipart.Load(), 36)
+		return "segorigin-" + strconv.FormatInt(rs.st.Multipart.Load(), 36)
 	}
 	return b
 }

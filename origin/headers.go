@@ -94,8 +94,8 @@ var builtinTypes = map[string]mediaType{
 const defaultContentType = "application/octet-stream"
 
 // lookupType is the media type of name by its extension.
-func (s *Server) lookupType(name string) mediaType {
-	if mt, ok := s.types[extOf(name)]; ok {
+func (rs *responder) lookupType(name string) mediaType {
+	if mt, ok := rs.types[extOf(name)]; ok {
 		return mt
 	}
 	return mediaType{defaultContentType, kindOther}

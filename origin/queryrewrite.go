@@ -86,7 +86,7 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		}
 		var err error
 		if src, err = s.readWhole(h); err != nil {
-			s.fail(ctx, err)
+			s.resp.fail(ctx, err)
 			return stepAnswered
 		}
 	}
@@ -114,18 +114,18 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
 	switch evaluatePreconditions(&p.rh, v) {
 	case notModified:
-		s.setValidators(ctx, mt.kind, v, g, false)
+		s.resp.setValidators(ctx, mt.kind, v, g, false)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Kinds[mt.kind].Add(1)
 		return stepAnswered
 	case preconditionFailed:
-		s.fail(ctx, errPrecondition)
+		s.resp.fail(ctx, errPrecondition)
 		return stepAnswered
 	}
 	// A Range header is ignored (RFC 9110 §14.2: "A server MAY ignore
 	// the Range header field"): the body is made per request, and players
 	// fetch playlists whole. No Accept-Ranges is sent for it.
-	s.setValidators(ctx, mt.kind, v, g, false)
+	s.resp.setValidators(ctx, mt.kind, v, g, false)
 	s.stats.Kinds[mt.kind].Add(1)
 	ctx.Response.Header.SetContentType(mt.contentType)
 	ctx.SetStatusCode(fasthttp.StatusOK)

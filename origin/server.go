@@ -23,11 +23,11 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	cache    *cache.Cache
-	watch    *watcher.Watcher // nil when cfg.Watch is false
-	cold     *coldPath        // nil when cfg.ColdReaders is 0
-	ra       *readAhead       // nil when read-ahead is off
-	root     *mediaRoot       // the directory served, opens under it, its checks
-	cors     corsPolicy
+	watch    *watcher.Watcher           // nil when cfg.Watch is false
+	cold     *coldPath                  // nil when cfg.ColdReaders is 0
+	ra       *readAhead                 // nil when read-ahead is off
+	root     *mediaRoot                 // the directory served, opens under it, its checks
+	resp     *responder                 // header fields by configuration and status, error answers
 	clientID clientIdentity             // who a request is from (trusted proxies)
 	auth     atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
 	admit    admission                  // allow/deny and valid referers (cfg.Access); swapped by ReloadAccess
@@ -37,13 +37,7 @@ type Server struct {
 
 	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
 
-	emfileLog   rateLimitedLog // "out of file descriptors", once per interval
-	parseErrLog rateLimitedLog // unparseable requests, once per interval
-	badPathLog  rateLimitedLog // paths refused with 400, once per interval
-	escapeLog   rateLimitedLog // symlinks leaving the root, once per interval
 	fasthttpLog rateLimitedLog // fasthttp's own lines (they echo request bytes), once per interval
-	coldLog     rateLimitedLog // cold reads failing or refused, once per interval
-	permLog     rateLimitedLog // files the server may not open (403), once per interval
 
 	pub  *publisher   // the settle rule: files still being written
 	tags *contentTags // content validators (-etag content)
@@ -51,11 +45,6 @@ type Server struct {
 	streamPool sync.Pool // *bodyStream
 	planPool   sync.Pool // *plan
 	pathPool   sync.Pool // *pathBuf: the cache key of a request, see route
-
-	cacheControl [3][]byte                 // Cache-Control value by kind, from cfg
-	errorCC      errorCacheControl         // Cache-Control of error responses by status, from cfg
-	extraHeaders [kindError + 1][]headerKV // operator headers by kind, kindError for errors
-	types        map[string]mediaType      // Content-Type and kind by extension: built in, then cfg.Types
 
 	dates dateClamp // keeps Last-Modified at or before Date
 	rec   recorder  // counts, times and logs every finished response
@@ -118,9 +107,8 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
 	}
-	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, cors: newCORSPolicy(cfg),
-		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers),
-		types: mediaTypeTable(cfg.Types)}
+	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger}
+	s.resp = newResponder(cfg, &s.stats, s.rec.countResponse, s.loggable)
 	s.root = newMediaRoot(cfg, rt, &s.stats, func() {
 		invalidator{s}.InvalidateAll()
 		if s.watch != nil {
@@ -128,12 +116,8 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 		}
 	})
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
-	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
-	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
 	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
-	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.coldLog, &s.permLog} {
-		l.Every, l.Now = 10*time.Second, cfg.Now
-	}
+	s.fasthttpLog.Every, s.fasthttpLog.Now = 10*time.Second, cfg.Now
 	s.streamPool.New = func() any { return new(bodyStream) }
 	s.planPool.New = func() any { return new(plan) }
 	s.pathPool.New = func() any { return new(pathBuf) }
@@ -197,13 +181,13 @@ func (s *Server) newColdPath(*cleanups) (err error) {
 	if err != nil {
 		return fmt.Errorf("origin: %w", err)
 	}
-	s.tags = newContentTags(s.cfg, pool, &s.stats.Content, &s.coldLog, s.loggable)
+	s.tags = newContentTags(s.cfg, pool, &s.stats.Content, &s.resp.coldLog, s.loggable)
 	if pool == nil {
 		s.log.Warn("cold readers off (cold-readers 0): a send of bytes not in the page cache blocks its thread on storage, nothing is read ahead, and opens are not bounded")
 		return nil
 	}
 	s.cold = &coldPath{pool: pool, st: &s.stats.Cold, now: s.cfg.Now, acquire: func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) },
-		bufs: &s.bufPool, log: s.log, loggable: s.loggable, failLog: &s.coldLog}
+		bufs: &s.bufPool, log: s.log, loggable: s.loggable, failLog: &s.resp.coldLog}
 	s.root.opens = make(chan struct{}, s.cfg.ColdReaders)
 	if s.cfg.ReadAhead.Readers > 0 {
 		if s.ra, err = newReadAhead(s); err != nil {
@@ -458,9 +442,9 @@ func (s *Server) CacheStats() cache.Stats { return s.cache.Stats() }
 // shed the file cache's idle ones and log, once per interval.
 func (s *Server) onFDPressure(err error) {
 	s.cache.Shed()
-	if s.emfileLog.Allow() {
+	if s.resp.emfileLog.Allow() {
 		s.log.Error("out of file descriptors: accept failed; shedding the file cache and retrying", "err", err,
-			"suppressed", s.emfileLog.Suppressed())
+			"suppressed", s.resp.emfileLog.Suppressed())
 	}
 }
 

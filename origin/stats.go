@@ -79,10 +79,10 @@ func (s *Server) LogSuppressed() map[string]int64 {
 		}
 	}
 	return map[string]int64{
-		"parse_error": s.parseErrLog.Dropped(), "bad_path": s.badPathLog.Dropped(),
-		"root_escape": s.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.Dropped(),
-		"emfile": s.emfileLog.Dropped(), "auth": auth, "access": s.accessLogDropped(), "access_log": s.rec.access.errLog.Dropped(),
-		"in_progress": s.pub.logged.limit.Dropped(), "permission_denied": s.permLog.Dropped(),
+		"parse_error": s.resp.parseErrLog.Dropped(), "bad_path": s.resp.badPathLog.Dropped(),
+		"root_escape": s.resp.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.Dropped(),
+		"emfile": s.resp.emfileLog.Dropped(), "auth": auth, "access": s.accessLogDropped(), "access_log": s.rec.access.errLog.Dropped(),
+		"in_progress": s.pub.logged.limit.Dropped(), "permission_denied": s.resp.permLog.Dropped(),
 		"client_limit": s.perClient.dropped(),
 	}
 }

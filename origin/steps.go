@@ -108,7 +108,7 @@ func (s *Server) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		if isColdBusy(err) {
 			s.stats.Cold.Refused.Add(1) // the open waited past -cold-deadline
 		}
-		s.fail(ctx, err)
+		s.resp.fail(ctx, err)
 		return stepAnswered
 	}
 	p.h = h
@@ -131,7 +131,7 @@ func (s *Server) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
 	}
 	p.v = validators{etag: h.ETag}
 	p.v.modTime, p.v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
-	p.mt = s.lookupType(h.Name)
+	p.mt = s.resp.lookupType(h.Name)
 	p.kind = p.mt.kind
 	return stepNext
 }
@@ -142,7 +142,7 @@ func (s *Server) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
 func (s *Server) stepPublish(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	uncached, err := s.pub.check(p.h, p.changed)
 	if err != nil {
-		s.fail(ctx, err)
+		s.resp.fail(ctx, err)
 		ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
 		return stepAnswered
 	}
@@ -166,7 +166,7 @@ func (s *Server) stepContentTag(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		}
 		c, err := s.tags.hashContent(p.h)
 		if err != nil {
-			s.fail(ctx, err)
+			s.resp.fail(ctx, err)
 			return stepAnswered
 		}
 		p.content = c
@@ -188,12 +188,12 @@ func (s *Server) stepRewrite(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 func (s *Server) stepConditions(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	switch evaluatePreconditions(&p.rh, p.v) {
 	case notModified:
-		s.setValidators(ctx, p.mt.kind, p.v, p.g, p.inProgress)
+		s.resp.setValidators(ctx, p.mt.kind, p.v, p.g, p.inProgress)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Kinds[p.mt.kind].Add(1)
 		return stepAnswered
 	case preconditionFailed:
-		s.fail(ctx, errPrecondition)
+		s.resp.fail(ctx, errPrecondition)
 		return stepAnswered
 	}
 	return stepNext
@@ -216,7 +216,7 @@ func (s *Server) stepRange(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		p.spans = spans
 	case errors.Is(err, ranges.ErrUnsatisfiable):
 		ctx.Response.Header.Set("Content-Range", ranges.UnsatisfiedContentRange(size))
-		s.fail(ctx, err)
+		s.resp.fail(ctx, err)
 		return stepAnswered
 	default:
 		// ErrInvalid and ErrTooMany: ignore the Range header and send
@@ -239,7 +239,7 @@ func (s *Server) stepRespond(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	if p.rangesIgnored {
 		s.stats.RangesIgnored.Add(1)
 	}
-	s.setValidators(ctx, mt.kind, p.v, p.g, p.inProgress)
+	s.resp.setValidators(ctx, mt.kind, p.v, p.g, p.inProgress)
 	s.stats.Kinds[mt.kind].Add(1)
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrAcceptRanges, valBytes)
@@ -258,7 +258,7 @@ func (s *Server) stepRespond(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		hdr.SetCanonical(hdrContentRange, []byte(spans[0].ContentRange(h.Size)))
 		ctx.SetStatusCode(fasthttp.StatusPartialContent)
 	default:
-		mp = ranges.NewMultipart(s.boundary(), mt.contentType, h.Size, spans)
+		mp = ranges.NewMultipart(s.resp.boundary(), mt.contentType, h.Size, spans)
 		total = mp.Len()
 		hdr.SetContentType(mp.ContentType())
 		ctx.SetStatusCode(fasthttp.StatusPartialContent)
