@@ -58,6 +58,7 @@ type Server struct {
 	permLog     rateLimitedLog // files the server may not open (403), once per interval
 
 	pub  *publisher   // the settle rule: files still being written
+	live *liveWaits   // requests waiting for a playlist to change (Low-Latency HLS)
 	tags *contentTags // content validators (-etag content)
 
 	streamPool sync.Pool // *bodyStream
@@ -139,6 +140,7 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
 	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
+	s.live = newLiveWaits(cfg, func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) })
 	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog, &s.permLog} {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
@@ -283,6 +285,7 @@ type invalidator struct{ s *Server }
 
 func (v invalidator) Invalidate(name string) {
 	v.s.cache.Invalidate(name)
+	v.s.live.changed(name)
 	if v.s.ra != nil {
 		v.s.ra.forget(name)
 	}
@@ -290,6 +293,7 @@ func (v invalidator) Invalidate(name string) {
 
 func (v invalidator) InvalidatePrefix(dir string) {
 	v.s.cache.InvalidatePrefix(dir)
+	v.s.live.changedAll()
 	if v.s.ra != nil {
 		v.s.ra.forgetAll() // rare (a directory renamed): start over
 	}
@@ -297,6 +301,7 @@ func (v invalidator) InvalidatePrefix(dir string) {
 
 func (v invalidator) InvalidateAll() {
 	v.s.cache.InvalidateAll()
+	v.s.live.changedAll()
 	if v.s.ra != nil {
 		v.s.ra.forgetAll()
 	}
