@@ -21,7 +21,9 @@ func (ls *h1Server) waitLive(r *h1Req) {
 // wakeLive posts r back to its connection (any goroutine; r is parked and
 // listed nowhere else, so expired is r's alone until the post runs).
 func (r *h1Req) wakeLive(expired bool) {
-	r.p.live.expired = r.p.live.expired || expired
+	if expired {
+		r.p.live.expired = true
+	}
 	r.c.Post(r.resumeLive)
 }
 
