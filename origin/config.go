@@ -53,6 +53,13 @@ type Config struct {
 	CacheControlSegment  string
 	CacheControlOther    string
 
+	// CacheControlBlockingReload is the Cache-Control of a Low-Latency
+	// HLS playlist answered to a blocking reload (_HLS_msn, _HLS_part)
+	// or a delta update (_HLS_skip): a CDN that keys on the query may
+	// give the same answer to the players that ask the same directives a
+	// moment later. Empty omits the header.
+	CacheControlBlockingReload string
+
 	// CacheControlNotFound (404, 410), CacheControlDenied (401, 403),
 	// CacheControlRange (416), CacheControlClientError (any other 4xx:
 	// 400, 405, 408, 412, 431) and CacheControlServerError (5xx) are the
@@ -275,6 +282,11 @@ func DefaultConfig() Config {
 		CacheControlPlaylist: "public, max-age=10",
 		CacheControlSegment:  "public, max-age=31536000, immutable",
 		CacheControlOther:    "public, max-age=300",
+		// Every player of a stream asks the same _HLS_msn and _HLS_part
+		// within a part's duration of each other: an edge keying on the
+		// query answers all but the first, and the answer is no older
+		// than a second.
+		CacheControlBlockingReload: "public, max-age=1",
 		// A file that appears (a live packager's next segment) must not
 		// stay missing at the edge for long; 10 s spares the origin a
 		// flood of identical misses.

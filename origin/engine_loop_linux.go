@@ -53,10 +53,11 @@ func (ls *loopServer) serve(ln net.Listener) error {
 	return ls.eng.Serve(tl)
 }
 
-// shutdown drains the engine (idle connections closed at once, the others
+// shutdown answers the requests waiting for a playlist (503), drains the engine (idle connections closed at once, the others
 // after their response, all by ctx's end) and waits for the goroutines
 // that were building plans.
 func (ls *loopServer) shutdown(ctx context.Context) error {
+	ls.s.live.drain() // parked blocking reloads answer now, not at their deadline
 	err := ls.eng.Shutdown(ctx)
 	ls.offloads.Wait()
 	return err

@@ -35,10 +35,11 @@ func (s *Server) newStreamServer() *streamServer {
 
 func (ss *streamServer) serve(ln net.Listener) error { return ss.srv.Serve(ln) }
 
-// shutdown drains the connections (idle ones closed at once, the others
+// shutdown answers the requests waiting for a playlist (503), drains the connections (idle ones closed at once, the others
 // after their response, all by ctx's end) and waits for the goroutines
 // that were building plans.
 func (ss *streamServer) shutdown(ctx context.Context) error {
+	ss.s.live.drain() // parked blocking reloads answer now, not at their deadline
 	err := ss.srv.Shutdown(ctx)
 	ss.offloads.Wait()
 	return err

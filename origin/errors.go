@@ -41,7 +41,8 @@ var (
 // place that does so; the error's text never reaches the client.
 func statusFor(err error) int {
 	switch {
-	case errors.Is(err, errBadPath), errors.Is(err, errPathEscapes), errors.Is(err, errMessage):
+	case errors.Is(err, errBadPath), errors.Is(err, errPathEscapes), errors.Is(err, errMessage),
+		errors.Is(err, errLiveDirective):
 		return fasthttp.StatusBadRequest
 	case errors.Is(err, errMethod):
 		return fasthttp.StatusMethodNotAllowed
@@ -66,7 +67,8 @@ func statusFor(err error) int {
 		// not read it. Logged and counted by permissionDenied.
 		return fasthttp.StatusForbidden
 	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), isColdBusy(err),
-		errors.Is(err, errInProgress), errors.Is(err, errContentUnknown), errors.Is(err, errClientLimit):
+		errors.Is(err, errInProgress), errors.Is(err, errContentUnknown), errors.Is(err, errClientLimit),
+		errors.Is(err, errLiveTimeout):
 		return fasthttp.StatusServiceUnavailable
 	}
 	return fasthttp.StatusInternalServerError
@@ -108,7 +110,8 @@ func (rs *responder) fail(ctx *fasthttp.RequestCtx, err error) {
 		// is expected to be unavailable to the client".
 		ctx.Response.Header.Set("Retry-After", retryAfter(rand.Uint64()))
 		switch {
-		case errors.Is(err, errInProgress), errors.Is(err, errContentUnknown), errors.Is(err, errClientLimit):
+		case errors.Is(err, errInProgress), errors.Is(err, errContentUnknown), errors.Is(err, errClientLimit),
+			errors.Is(err, errLiveTimeout):
 			// Counted, and logged, where they are found.
 		case isColdBusy(err):
 			if rs.coldLog.Allow() {
@@ -129,6 +132,8 @@ func (rs *responder) fail(ctx *fasthttp.RequestCtx, err error) {
 	case code >= 500:
 		rs.st.FileErrors.ByReason[fileErrorReasonOf(err)].Add(1)
 		rs.log.Error("request failed", "path", rs.loggable(string(ctx.Path())), "err", rs.loggable(err.Error()))
+	case errors.Is(err, errLiveDirective):
+		// A player asking past the live edge: routine, not logged.
 	case code == fasthttp.StatusBadRequest:
 		rs.st.BadPaths.Add(1)
 		if rs.badPathLog.Allow() {

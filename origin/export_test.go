@@ -12,3 +12,6 @@ func EmulateKTLS(s *Server) *KTLSEmulator { return ktlstest.EmulateKTLS(s.tls) }
 // RaceEnabled says the race detector is on, under which allocation budgets
 // do not hold (sync.Pool drops items at random).
 const RaceEnabled = raceEnabled
+
+// LiveWaiters is how many blocking playlist reloads s holds parked now.
+func LiveWaiters(s *Server) int { return s.live.waiters() }

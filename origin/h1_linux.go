@@ -424,6 +424,10 @@ func (ls *h1Server) serveRequest(r *h1Req) {
 		return
 	}
 	s.advance(ctx, p)
+	if p.live.waiting {
+		ls.waitLive(r)
+		return
+	}
 	if !p.wouldBlock {
 		ls.render(r)
 		return
@@ -446,6 +450,10 @@ func (r *h1Req) offload() {
 
 // afterOffload runs on the loop: the plan made elsewhere is sent.
 func (r *h1Req) afterOffload() {
+	if r.p.live.waiting && !r.c.Closed() {
+		r.ls.waitLive(r)
+		return
+	}
 	if r.c.Closed() {
 		if r.p.h != nil {
 			r.p.h.Release()

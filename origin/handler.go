@@ -69,6 +69,8 @@ type plan struct {
 	inProgress     bool
 	inProgressSize int64
 
+	live liveState // Low-Latency HLS delivery directives (live.go)
+
 	spanBuf [4]ranges.Span
 }
 

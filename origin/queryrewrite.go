@@ -112,9 +112,21 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	}
 	v := validators{etag: rewrittenETag(h.ETag, out)}
 	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
+	return s.serveMemory(ctx, p, v, out)
+}
+
+// serveMemory answers with body, a version of p's file made in memory
+// (rewritten, or a delta update) whose validators are v: preconditions
+// are evaluated against v. A Range header is ignored (RFC 9110 §14.2: "A
+// server MAY ignore the Range header field"): the body is made per
+// request, and players fetch playlists whole. No Accept-Ranges is sent
+// for it.
+func (s *Server) serveMemory(ctx *fasthttp.RequestCtx, p *plan, v validators, body []byte) stepResult {
+	mt := p.mt
 	switch evaluatePreconditions(&p.rh, v) {
 	case notModified:
-		s.resp.setValidators(ctx, mt.kind, v, g, false)
+		s.resp.setValidators(ctx, mt.kind, v, p.g, false)
+		s.liveCacheControl(ctx, p)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Kinds[mt.kind].Add(1)
 		return stepAnswered
@@ -122,18 +134,16 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		s.resp.fail(ctx, errPrecondition)
 		return stepAnswered
 	}
-	// A Range header is ignored (RFC 9110 §14.2: "A server MAY ignore
-	// the Range header field"): the body is made per request, and players
-	// fetch playlists whole. No Accept-Ranges is sent for it.
-	s.resp.setValidators(ctx, mt.kind, v, g, false)
+	s.resp.setValidators(ctx, mt.kind, v, p.g, false)
+	s.liveCacheControl(ctx, p)
 	s.stats.Kinds[mt.kind].Add(1)
 	ctx.Response.Header.SetContentType(mt.contentType)
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	if ctx.IsHead() {
-		ctx.Response.Header.SetContentLength(len(out))
+		ctx.Response.Header.SetContentLength(len(body))
 		return stepAnswered
 	}
-	ctx.Response.SetBody(out)
+	ctx.Response.SetBody(body)
 	return stepAnswered
 }
 

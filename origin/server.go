@@ -40,6 +40,7 @@ type Server struct {
 	fasthttpLog rateLimitedLog // fasthttp's own lines (they echo request bytes), once per interval
 
 	pub  *publisher   // the settle rule: files still being written
+	live *liveWaits   // requests waiting for a playlist to change (Low-Latency HLS)
 	tags *contentTags // content validators (-etag content)
 
 	streamPool sync.Pool // *bodyStream
@@ -117,6 +118,7 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	})
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
+	s.live = newLiveWaits(cfg, func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) })
 	s.fasthttpLog.Every, s.fasthttpLog.Now = 10*time.Second, cfg.Now
 	s.streamPool.New = func() any { return new(bodyStream) }
 	s.planPool.New = func() any { return new(plan) }
@@ -252,6 +254,7 @@ type invalidator struct{ s *Server }
 
 func (v invalidator) Invalidate(name string) {
 	v.s.cache.Invalidate(name)
+	v.s.live.changed(name)
 	if v.s.ra != nil {
 		v.s.ra.forget(name)
 	}
@@ -259,6 +262,7 @@ func (v invalidator) Invalidate(name string) {
 
 func (v invalidator) InvalidatePrefix(dir string) {
 	v.s.cache.InvalidatePrefix(dir)
+	v.s.live.changedAll()
 	if v.s.ra != nil {
 		v.s.ra.forgetAll() // rare (a directory renamed): start over
 	}
@@ -266,6 +270,7 @@ func (v invalidator) InvalidatePrefix(dir string) {
 
 func (v invalidator) InvalidateAll() {
 	v.s.cache.InvalidateAll()
+	v.s.live.changedAll()
 	if v.s.ra != nil {
 		v.s.ra.forgetAll()
 	}

@@ -27,6 +27,7 @@ const (
 	stepOpen       fileStep = iota // the file from the cache
 	stepValidators                 // its validators and media type
 	stepPublish                    // a file still being written (origin/publish)
+	stepLive                       // Low-Latency HLS delivery directives: answer, refuse, or wait (live.go)
 	stepContentTag                 // -etag content: the content validator, hashed if need be
 	stepRewrite                    // a playlist rewritten for a query token
 	stepConditions                 // RFC 9110 §13.2.2 preconditions
@@ -43,12 +44,14 @@ const (
 	stepNext     stepResult = iota // go on to the next step
 	stepAnswered                   // ctx.Response holds the whole answer
 	stepSuspend                    // would block: nothing done, ask again where blocking is allowed
+	stepWait                       // wait for the file to change: the engine parks the request, which runs again from stepOpen
 )
 
 var fileSteps = [stepsDone]func(*Server, *fasthttp.RequestCtx, *plan) stepResult{
 	stepOpen:       (*Server).stepOpen,
 	stepValidators: (*Server).stepValidators,
 	stepPublish:    (*Server).stepPublish,
+	stepLive:       (*Server).stepLive,
 	stepContentTag: (*Server).stepContentTag,
 	stepRewrite:    (*Server).stepRewrite,
 	stepConditions: (*Server).stepConditions,
@@ -80,6 +83,12 @@ func (s *Server) advance(ctx *fasthttp.RequestCtx, p *plan) {
 			}
 			p.wouldBlock = true
 			return
+		case stepWait:
+			// The version it read is not the one it waits for: the
+			// next run opens the file again.
+			p.h.Release()
+			p.h, p.step, p.live.waiting = nil, stepOpen, true
+			return
 		}
 	}
 	if p.inProgress {
@@ -93,6 +102,7 @@ func (s *Server) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	var h *cache.Handle
 	var outcome cache.Outcome
 	var err error
+	p.live.gen = s.live.changes.Load() // before the file is taken: see liveWaits.add
 	if p.noBlock {
 		var ready bool
 		if h, outcome, err, ready = s.cache.TryAcquire(p.name.view()); !ready {
@@ -189,6 +199,7 @@ func (s *Server) stepConditions(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	switch evaluatePreconditions(&p.rh, p.v) {
 	case notModified:
 		s.resp.setValidators(ctx, p.mt.kind, p.v, p.g, p.inProgress)
+		s.liveCacheControl(ctx, p)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Kinds[p.mt.kind].Add(1)
 		return stepAnswered
@@ -240,6 +251,7 @@ func (s *Server) stepRespond(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		s.stats.RangesIgnored.Add(1)
 	}
 	s.resp.setValidators(ctx, mt.kind, p.v, p.g, p.inProgress)
+	s.liveCacheControl(ctx, p)
 	s.stats.Kinds[mt.kind].Add(1)
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrAcceptRanges, valBytes)

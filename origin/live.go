@@ -1,0 +1,421 @@
+package origin
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"segorigin/cache"
+	"segorigin/origin/llhls"
+)
+
+// Low-Latency HLS from a packager's output (draft-pantos-hls-rfc8216bis
+// §6.2.5): a request for a media playlist with Delivery Directives
+// (_HLS_msn, _HLS_part, _HLS_skip). stepLive decides from the version of
+// the playlist the request opened: answer it now (satisfied, or a
+// playlist that cannot block), refuse it (400), or wait. A waiting
+// request holds no goroutine: its connection is parked and it is listed
+// under the playlist's name (liveWaits); the watcher's invalidation of
+// that name posts every waiter back to its connection, where the request
+// runs again from stepOpen with the new version, and a timer per
+// playlist answers 503 to those still waiting after three target
+// durations. Many waiters on one playlist are answered from one open and
+// one parse of each version (liveVersion).
+
+var (
+	// errLiveDirective: a malformed directive, _HLS_part without
+	// _HLS_msn, or a segment or part too far beyond the playlist's end
+	// (§6.2.5.2): 400.
+	errLiveDirective = errors.New("origin: refused delivery directive")
+	// errLiveTimeout: the playlist did not satisfy a blocking reload in
+	// three target durations, or the server is draining: 503, no-store.
+	errLiveTimeout = errors.New("origin: blocking playlist reload not satisfied in time")
+)
+
+// liveMaxPlaylist bounds the playlists whose directives are honoured (a
+// version of each is kept in memory while it is the newest): far above a
+// live window's playlist. A larger one is served as it is.
+const liveMaxPlaylist = 1 << 20
+
+// liveMaxVersions bounds the playlists liveWaits remembers a parsed
+// version of; past it the set starts over.
+const liveMaxVersions = 1024
+
+// liveState is a request's part in the plan: its directives and where its
+// wait stands.
+type liveState struct {
+	req      llhls.Request
+	parsed   bool      // req was read from the query (once per request)
+	blocking bool      // the answer is to a blocking reload or delta update: its Cache-Control
+	waiting  bool      // stepLive asked the engine to park the request (advance returned)
+	expired  bool      // the wait's time is up (set by liveWaits before it posts the request)
+	deadline time.Time // when the wait began plus three target durations; zero before it waits
+	gen      uint64    // liveWaits.changes when stepOpen took the file
+}
+
+// liveWaiter is a parked request, woken from any goroutine.
+type liveWaiter interface {
+	// wakeLive posts the request back to its connection to run again from
+	// stepOpen; expired: its deadline passed (or the server drains).
+	wakeLive(expired bool)
+}
+
+// liveWaits owns the parked requests of every playlist and the parsed
+// versions of the playlists they read.
+type liveWaits struct {
+	// changes counts the watcher's invalidations: a request that took its
+	// file before the last one may have read an older version than the
+	// disk holds, and runs again rather than wait.
+	changes  atomic.Uint64
+	acquire  func(name string) (*cache.Handle, error) // the cache's Acquire
+	watching bool                                     // the watcher runs: a change wakes waiters
+	cc       []byte                                   // -cache-control-blocking-reload
+	mu       sync.Mutex                               // protects lists, versions, draining
+	lists    map[string]*liveList
+	versions map[string]*liveVersion
+	draining bool
+	// wakers counts the goroutines that open a changed playlist once and
+	// post its waiters (one per change of a playlist with waiters); drain
+	// waits for them.
+	wakers sync.WaitGroup
+}
+
+// liveList is one playlist's waiters and the timer of the earliest
+// deadline among them.
+type liveList struct {
+	waiters []liveEntry
+	timer   *time.Timer
+	next    time.Time // the timer's deadline
+}
+
+type liveEntry struct {
+	w        liveWaiter
+	deadline time.Time
+}
+
+// liveVersion is one version of a playlist (its validators, bytes, what
+// it says) and the delta updates made of it, made once.
+type liveVersion struct {
+	etag  string
+	ctime int64
+	size  int64
+	body  []byte
+	pl    llhls.Playlist
+	once  [llhls.SkipV2 + 1]sync.Once
+	delta [llhls.SkipV2 + 1][]byte // nil: nothing to skip
+}
+
+func newLiveWaits(cfg Config, acquire func(string) (*cache.Handle, error)) *liveWaits {
+	lw := &liveWaits{acquire: acquire, watching: cfg.Watch, lists: make(map[string]*liveList), versions: make(map[string]*liveVersion)}
+	if cfg.CacheControlBlockingReload != "" {
+		lw.cc = []byte(cfg.CacheControlBlockingReload)
+	}
+	return lw
+}
+
+// stepLive answers, refuses or parks a request with Delivery Directives
+// for an HLS media playlist; anything else goes on.
+func (s *Server) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	if p.mt.kind != kindPlaylist || !strings.HasSuffix(p.h.Name, ".m3u8") {
+		return stepNext
+	}
+	if !p.live.parsed {
+		q := ctx.URI().QueryString()
+		if !bytes.Contains(q, []byte("_HLS_")) {
+			return stepNext
+		}
+		r, err := llhls.ParseQuery(q)
+		if err != nil {
+			s.resp.fail(ctx, errors.Join(errLiveDirective, err))
+			return stepAnswered
+		}
+		p.live.req, p.live.parsed = r, true
+	}
+	if !p.live.req.Any() {
+		return stepNext
+	}
+	v, res := s.liveVersion(ctx, p)
+	if v == nil {
+		return res
+	}
+	switch v.pl.Decide(p.live.req) {
+	case llhls.TooFar:
+		s.resp.fail(ctx, errLiveDirective)
+		return stepAnswered
+	case llhls.Wait:
+		switch s.live.outcome(ctx, p, v.pl.BlockLimit()) {
+		case liveParks:
+			return stepWait
+		case liveTimedOut:
+			s.resp.fail(ctx, errLiveTimeout)
+			ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
+			return stepAnswered
+		}
+	}
+	p.live.blocking = p.live.req.HasMSN && v.pl.CanBlockReload && !v.pl.EndList
+	if d := v.deltaFor(p.live.req.Skip); d != nil && !p.g.query.rewrites() {
+		p.live.blocking = true
+		return s.serveDelta(ctx, p, d)
+	}
+	return stepNext
+}
+
+// liveVersion is the parsed version of p.h: from liveWaits when a request
+// parsed it already, else read (inlined bytes, or from the file where
+// blocking is allowed) and parsed now. nil with stepNext: a playlist
+// whose directives are ignored (not a media playlist, too large).
+func (s *Server) liveVersion(ctx *fasthttp.RequestCtx, p *plan) (*liveVersion, stepResult) {
+	h := p.h
+	if v := s.live.version(h); v != nil {
+		return v, stepNext
+	}
+	if h.Size > liveMaxPlaylist {
+		return nil, stepNext
+	}
+	body := bytes.Clone(h.Bytes) // the handle's bytes go with it; the version outlives it
+	if h.Bytes == nil && h.Size > 0 {
+		if p.noBlock {
+			return nil, stepSuspend
+		}
+		var err error
+		if body, err = s.readWhole(h); err != nil {
+			s.resp.fail(ctx, err)
+			return nil, stepAnswered
+		}
+	}
+	pl, err := llhls.Parse(body)
+	if err != nil {
+		return nil, stepNext
+	}
+	v := &liveVersion{etag: h.ETag, ctime: h.ChangeTime(), size: h.Size, body: body, pl: pl}
+	s.live.store(h.Name, v)
+	return v, stepNext
+}
+
+// deltaFor is the delta update of v that skip asks for, made once; nil
+// when there is none (no skip asked, the playlist cannot skip, or nothing
+// is far enough from its end).
+func (v *liveVersion) deltaFor(skip llhls.Skip) []byte {
+	if skip == llhls.SkipNone || !v.pl.CanSkip() {
+		return nil
+	}
+	v.once[skip].Do(func() {
+		if d, n := v.pl.Delta(nil, v.body, skip); n > 0 {
+			v.delta[skip] = d
+		}
+	})
+	return v.delta[skip]
+}
+
+// serveDelta answers with a delta update, whose entity tag is derived
+// from the file's and the body, as a rewritten playlist's is.
+func (s *Server) serveDelta(ctx *fasthttp.RequestCtx, p *plan, body []byte) stepResult {
+	v := validators{etag: rewrittenETag(p.h.ETag, body)}
+	v.modTime, v.dateClamped = s.dates.lastModified(p.h.ModTime.Truncate(time.Second))
+	return s.serveMemory(ctx, p, v, body)
+}
+
+// liveCacheControl gives the answer to a blocking reload or delta update
+// its Cache-Control, in place of the playlist's (a file still being
+// written keeps no-store).
+func (s *Server) liveCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
+	if !p.live.blocking || p.inProgress {
+		return
+	}
+	if s.live.cc == nil {
+		ctx.Response.Header.Del("Cache-Control")
+		return
+	}
+	ctx.Response.Header.SetCanonical(hdrCacheControl, s.live.cc)
+}
+
+// liveOutcome is what a request the playlist does not satisfy yet gets.
+type liveOutcome uint8
+
+const (
+	liveAnswerNow liveOutcome = iota // nothing would wake it: answered with what there is
+	liveParks                        // the engine parks it (stepWait)
+	liveTimedOut                     // its time is up, or the server drains: 503
+)
+
+// outcome decides for a request that the playlist does not satisfy yet:
+// it parks, unless its time is up or the server drains (503; draining,
+// the connection closes), or nothing would wake it: without the watcher,
+// or on an engine that cannot park, it is answered now.
+func (lw *liveWaits) outcome(ctx *fasthttp.RequestCtx, p *plan, limit int64) liveOutcome {
+	lw.mu.Lock()
+	draining := lw.draining
+	lw.mu.Unlock()
+	switch {
+	case p.live.expired || draining:
+		if draining {
+			ctx.SetConnectionClose()
+		}
+		return liveTimedOut
+	case !liveWaitable || !lw.watching:
+		return liveAnswerNow
+	}
+	if p.live.deadline.IsZero() {
+		p.live.deadline = time.Now().Add(time.Duration(limit) * time.Second)
+	}
+	return liveParks
+}
+
+// add lists w as waiting for name to change, unless name changed since
+// the request took its file (gen) or the server drains: false, and the
+// request runs again at once.
+func (lw *liveWaits) add(name string, w liveWaiter, gen uint64, deadline time.Time) bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if lw.draining || lw.changes.Load() != gen {
+		return false
+	}
+	l := lw.lists[name]
+	if l == nil {
+		key := strings.Clone(name) // name may alias the request's memory
+		l = &liveList{next: deadline}
+		l.timer = time.AfterFunc(time.Until(deadline), func() { lw.expire(key) })
+		lw.lists[key] = l
+	} else if deadline.Before(l.next) {
+		l.next = deadline
+		l.timer.Reset(time.Until(deadline))
+	}
+	l.waiters = append(l.waiters, liveEntry{w: w, deadline: deadline})
+	return true
+}
+
+// changed is the watcher's word that name may have changed (after the
+// cache's invalidation). Its waiters are posted back by one goroutine,
+// which first opens the new version, so that they find it in the cache
+// rather than each open it. Its owner is liveWaits (wakers); it ends
+// once the open is done and the waiters are posted.
+func (lw *liveWaits) changed(name string) {
+	lw.changes.Add(1)
+	lw.mu.Lock()
+	l := lw.lists[name]
+	if l != nil {
+		delete(lw.lists, name)
+		l.timer.Stop()
+		lw.wakers.Add(1)
+	}
+	lw.mu.Unlock()
+	if l == nil {
+		return
+	}
+	go func() {
+		defer lw.wakers.Done()
+		if h, err := lw.acquire(name); err == nil {
+			h.Release() // the cache keeps it listed for the waiters
+		}
+		for _, e := range l.waiters {
+			e.w.wakeLive(false)
+		}
+	}()
+}
+
+// changedAll: anything may have changed (a directory renamed, the watch
+// set rebuilt): every waiter runs again.
+func (lw *liveWaits) changedAll() {
+	lw.changes.Add(1)
+	for _, l := range lw.takeAll(false) {
+		for _, e := range l.waiters {
+			e.w.wakeLive(false)
+		}
+	}
+}
+
+// expire answers the waiters of name whose deadline has passed (their
+// timer's goroutine) and sets the timer for the next.
+func (lw *liveWaits) expire(name string) {
+	now := time.Now()
+	var due []liveEntry
+	lw.mu.Lock()
+	if l := lw.lists[name]; l != nil {
+		keep := l.waiters[:0]
+		var next time.Time
+		for _, e := range l.waiters {
+			switch {
+			case !e.deadline.After(now):
+				due = append(due, e)
+			case next.IsZero() || e.deadline.Before(next):
+				next = e.deadline
+				fallthrough
+			default:
+				keep = append(keep, e)
+			}
+		}
+		clear(l.waiters[len(keep):])
+		l.waiters = keep
+		if len(keep) == 0 {
+			delete(lw.lists, name)
+		} else {
+			l.next = next
+			l.timer.Reset(next.Sub(now))
+		}
+	}
+	lw.mu.Unlock()
+	for _, e := range due {
+		e.w.wakeLive(true)
+	}
+}
+
+// drain answers every waiter now (503, Connection: close) and every
+// later request that would wait; it returns once the wakers are done.
+func (lw *liveWaits) drain() {
+	for _, l := range lw.takeAll(true) {
+		for _, e := range l.waiters {
+			e.w.wakeLive(true)
+		}
+	}
+	lw.wakers.Wait()
+}
+
+// takeAll unlists every waiter (and, with drain, refuses later ones).
+func (lw *liveWaits) takeAll(drain bool) map[string]*liveList {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.draining = lw.draining || drain
+	all := lw.lists
+	lw.lists = make(map[string]*liveList)
+	for _, l := range all {
+		l.timer.Stop()
+	}
+	return all
+}
+
+// version is the stored version of h's playlist, if it is h's.
+func (lw *liveWaits) version(h *cache.Handle) *liveVersion {
+	lw.mu.Lock()
+	v := lw.versions[h.Name]
+	lw.mu.Unlock()
+	if v == nil || v.etag != h.ETag || v.ctime != h.ChangeTime() || v.size != h.Size {
+		return nil
+	}
+	return v
+}
+
+// store keeps v as the version of name.
+func (lw *liveWaits) store(name string, v *liveVersion) {
+	lw.mu.Lock()
+	if len(lw.versions) >= liveMaxVersions {
+		lw.versions = make(map[string]*liveVersion)
+	}
+	lw.versions[strings.Clone(name)] = v
+	lw.mu.Unlock()
+}
+
+// waiters is how many requests wait now.
+func (lw *liveWaits) waiters() int {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	n := 0
+	for _, l := range lw.lists {
+		n += len(l.waiters)
+	}
+	return n
+}
