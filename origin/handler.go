@@ -52,6 +52,7 @@ type plan struct {
 	// What the steps found: the next step to run, the file's validators,
 	// change time, content validator and media type, the Range's spans.
 	step          fileStep
+	opened        bool // this request opened the file (a cache miss): the settle rule asks the kernel about writers
 	v             validators
 	changed       int64
 	content       *cache.Content

@@ -101,12 +101,21 @@ func (pb *publisher) noteWrite(name string) {
 // dates later. A file the settle rule holds back (written within -settle)
 // is settled at once if the kernel says no process has it open for
 // writing (writerOpen): a writer that closed its file is done with it,
-// and one that still has it open is not, however long it pauses.
-func (pb *publisher) inProgress(h *cache.Handle, changed int64) bool {
+// and one that still has it open is not, however long it pauses. So a
+// file just opened (opened: a cache miss, once per version) that the rule
+// finds settled is published only if the kernel does not say a writer
+// still holds it: a writer that paused longer than -settle mid-file has
+// not finished. Where the kernel cannot tell (NFS, FUSE, a file this
+// process may not lease), the rule alone decides.
+func (pb *publisher) inProgress(h *cache.Handle, changed int64, opened bool) bool {
 	now := pb.now().UnixNano()
 	f := publish.File{ModTime: h.ModTime.UnixNano(), Ctime: changed}
 	if !pb.rule.InProgress(f, pb.writes.Seen(h.Name, now, pb.rule.Settle), now) {
-		return false
+		if !opened || pb.rule.Settle <= 0 {
+			return false
+		}
+		open, known := writerOpen(h.Fd())
+		return known && open
 	}
 	if open, known := writerOpen(h.Fd()); known {
 		return open
@@ -120,8 +129,8 @@ func (pb *publisher) inProgress(h *cache.Handle, changed int64) bool {
 // size). Then either uncached: its bytes go out with no-store
 // (-in-progress uncached; counted by the caller once its answer is final),
 // or errInProgress, counted here: the answer is 503.
-func (pb *publisher) check(h *cache.Handle, changed int64) (uncached bool, err error) {
-	if !pb.inProgress(h, changed) {
+func (pb *publisher) check(h *cache.Handle, changed int64, opened bool) (uncached bool, err error) {
+	if !pb.inProgress(h, changed, opened) {
 		return false, nil
 	}
 	pb.drop(h.Name)

@@ -310,3 +310,42 @@ func TestInProgressSuspendedStepRunsOnce(t *testing.T) {
 		t.Errorf("the file's entry was dropped %d times for one request, want 1", got)
 	}
 }
+
+// TestPausedWriterNotPublished: a segment written in place whose writer
+// pauses longer than -settle, the file still open, is not published: the
+// kernel says a writer holds it (a read lease is refused), so it is
+// answered 503 with no-store, never cacheable bytes of half a file. Once
+// the writer closes it, it is served whole with the segment's
+// Cache-Control.
+func TestPausedWriterNotPublished(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "v"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, root, func(c *origin.Config) { c.Settle = 200 * time.Millisecond })
+	final := synthBytes("seg.ts", 0, 200_000)
+	w, err := os.Create(filepath.Join(root, "v", "seg.ts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Write(final[:100_000]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the writer pauses: longer than -settle
+	r := ts.get("/v/seg.ts")
+	mustStatus(t, r, http.StatusServiceUnavailable, "a file whose writer paused with it open")
+	mustHeader(t, r, "Cache-Control", "no-store", "a file whose writer paused with it open")
+	if _, err := w.Write(final[100_000:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the closed file published", func() bool {
+		r = ts.get("/v/seg.ts")
+		return r.StatusCode == http.StatusOK
+	})
+	mustBody(t, r, final, "the closed file")
+	mustHeader(t, r, "Cache-Control", "public, max-age=31536000, immutable", "the closed file")
+}

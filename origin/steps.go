@@ -121,7 +121,7 @@ func (s *Server) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		s.resp.fail(ctx, err)
 		return stepAnswered
 	}
-	p.h = h
+	p.h, p.opened = h, outcome == cache.Miss
 	return stepNext
 }
 
@@ -150,7 +150,7 @@ func (s *Server) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
 // answered 503, or with -in-progress uncached its bytes go out with
 // no-store.
 func (s *Server) stepPublish(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	uncached, err := s.pub.check(p.h, p.changed)
+	uncached, err := s.pub.check(p.h, p.changed, p.opened)
 	if err != nil {
 		s.resp.fail(ctx, err)
 		ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
