@@ -56,6 +56,7 @@ type plan struct {
 	content       *cache.Content
 	mt            mediaType
 	rangesIgnored bool
+	gzip          bool // h is the file's precompressed sibling (gzip.go)
 
 	// inProgress: the file is still being written and its bytes go out
 	// with no-store (-in-progress uncached); counted when the plan is

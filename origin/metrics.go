@@ -92,6 +92,7 @@ func (s *Server) Metrics() ([]*Metric, []Series) {
 	authMetrics(t, &st.Auth)
 	fileErrorMetrics(t, &st.FileErrors)
 	rewriteMetrics(t, &st.Rewrite)
+	gzipMetrics(t, &st.Gzip)
 	tlsMetrics(t, &st.TLS)
 	contentMetrics(t, &st.Content)
 	cmcdMetrics(t, &st.CMCD)

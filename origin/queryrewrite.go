@@ -65,7 +65,7 @@ func rewriteFormat(name string) func(dst, src []byte, t *rewrite.Target) ([]byte
 // counted); it suspends, having counted nothing, when the file must be
 // read and blocking is not allowed.
 func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	h, g, mt := p.h, p.g, p.mt
+	h, g := p.h, p.g
 	name := h.Name
 	a := s.auth.Load()
 	format := rewriteFormat(name)
@@ -107,11 +107,24 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		return stepNext
 	}
 	st.Rewritten.Add(1)
+	return s.serveMemory(ctx, p, validators{etag: rewrittenETag(h.ETag, out)}, out, false)
+}
+
+// serveMemory answers GET or HEAD of p's file with body, made from the
+// file's bytes in memory (rewritten for a token, or gzip-compressed when
+// gzip is set), whose validators are v: 304 or 412 by the preconditions,
+// or 200 with the whole body. A Range header is ignored (RFC 9110 §14.2:
+// "A server MAY ignore the Range header field"): the body is made, not
+// stored, and players fetch playlists whole; no Accept-Ranges is sent
+// for it.
+func (s *Server) serveMemory(ctx *fasthttp.RequestCtx, p *plan, v validators, body []byte, gzip bool) stepResult {
+	h, g, mt := p.h, p.g, p.mt
 	if s.ra != nil && ctx.IsGet() {
 		s.ra.served(ctx, h.Name, mt.kind, h, ranges.Span{Start: 0, Length: h.Size}, true, g)
 	}
-	v := validators{etag: rewrittenETag(h.ETag, out)}
-	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
+	if v.modTime.IsZero() {
+		v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
+	}
 	switch evaluatePreconditions(&p.rh, v) {
 	case notModified:
 		s.setValidators(ctx, mt.kind, v, g, false)
@@ -122,18 +135,19 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		s.fail(ctx, errPrecondition)
 		return stepAnswered
 	}
-	// A Range header is ignored (RFC 9110 §14.2: "A server MAY ignore
-	// the Range header field"): the body is made per request, and players
-	// fetch playlists whole. No Accept-Ranges is sent for it.
 	s.setValidators(ctx, mt.kind, v, g, false)
 	s.stats.Kinds[mt.kind].Add(1)
 	ctx.Response.Header.SetContentType(mt.contentType)
+	if gzip {
+		ctx.Response.Header.SetCanonical(hdrContentEncoding, valGzip)
+		s.stats.Gzip.Compressed.Add(1)
+	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	if ctx.IsHead() {
-		ctx.Response.Header.SetContentLength(len(out))
+		ctx.Response.Header.SetContentLength(len(body))
 		return stepAnswered
 	}
-	ctx.Response.SetBody(out)
+	ctx.Response.SetBody(body)
 	return stepAnswered
 }
 

@@ -68,6 +68,7 @@ type Server struct {
 	errorCC      errorCacheControl         // Cache-Control of error responses by status, from cfg
 	extraHeaders [kindError + 1][]headerKV // operator headers by kind, kindError for errors
 	types        map[string]mediaType      // Content-Type and kind by extension: built in, then cfg.Types
+	gz           *gzipPolicy               // gzip of text answers (gzip.go)
 
 	latency    *prometheus.HistogramVec
 	latencyBy  [3]prometheus.Observer // latency's children by kind, resolved once
@@ -135,6 +136,7 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers),
 		types: mediaTypeTable(cfg.Types)}
 	s.rootDir.Store(rt)
+	s.gz = newGzipPolicy(cfg, s.types, &s.stats.Gzip)
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now

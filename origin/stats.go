@@ -47,6 +47,7 @@ type Counters[C any] struct {
 	Transport TransportCounters[C]
 	Auth      AuthCounters[C]
 	Rewrite   RewriteCounters[C] // playlists and manifests answered to a query token (Auth.QueryRewrite)
+	Gzip      GzipCounters[C]    // text answers gzip-compressed, or not (Config.Gzip)
 	TLS       conn.TLSCounters[C]
 	Cold      ColdCounters[C]
 	ReadAhead ReadAheadCounters[C] // zero when read-ahead is off
