@@ -2,13 +2,19 @@ package origin
 
 import (
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"mime"
 	"strings"
 	"sync"
 	"sync/atomic"
 
+	// klauspost/compress rather than compress/gzip: the same format and
+	// API, 3-10x faster on a 130 KiB DASH manifest at its default level
+	// (0.3 ms against 1-3 ms on the 2-core bench machine) for a ratio 2%
+	// lower (8.5 against 8.7). A request waits for the compression of a
+	// new version, so its time is latency; and it is fasthttp's own
+	// dependency already, kept by its author.
+	"github.com/klauspost/compress/gzip"
 	"github.com/valyala/fasthttp"
 
 	"segorigin/cache"
@@ -237,8 +243,8 @@ func (gz *gzipPolicy) encode(src []byte) *cache.Encoded {
 	buf.Grow(len(src)/4 + 64)
 	w, _ := gz.writers.Get().(*gzip.Writer)
 	if w == nil {
-		// The default level: compressed once per version of a file, the
-		// ratio matters more than the time (see docs/benchmarks.md).
+		// The default level (6): compressed once per version of a file,
+		// the ratio is worth more than the time (docs/benchmarks.md).
 		w = gzip.NewWriter(&buf)
 	} else {
 		w.Reset(&buf)
