@@ -175,6 +175,15 @@ type Config struct {
 	// the zero-copy path keeps the raw TCP connection.
 	MaxConns      int
 	MaxConnsPerIP int
+	// LimitRate paces each response to this many bytes a second (0: no
+	// limit), once its first LimitRateAfter bytes have left at full speed
+	// (nginx's limit_rate and limit_rate_after, per connection): for
+	// viewers served directly, not a CDN. File bodies are paced by the
+	// transport's timers, a quantum (100 ms) at a time; a body from
+	// memory (up to InlineMax, a compressed playlist) leaves whole, its
+	// bytes counted. The write timeout counts from each quantum's start.
+	LimitRate      int64
+	LimitRateAfter int64
 
 	// ColdReaders is how many goroutines read bytes that are not in the
 	// page cache, the only place a request's read may wait for storage:

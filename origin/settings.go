@@ -286,6 +286,12 @@ func (c *Config) connSection() schema.Section {
 		{Name: "max-conns-per-ip", Ptr: &c.MaxConnsPerIP,
 			Usage: "most concurrent connections per client IP (0: no limit)",
 			Doc:   "most concurrent connections per client address (0: no limit); a trusted proxy's own connections are not limited per address"},
+		{Name: "limit-rate", Ptr: &c.LimitRate,
+			Usage: "pace each response to this many bytes a second after -limit-rate-after (0: no limit)",
+			Doc:   "pace each response to this many bytes a second once its first `-limit-rate-after` bytes are sent (nginx's `limit_rate`; 0: no limit): for viewers served directly, never in front of a CDN; file bodies are paced by the transport's timers, 100 ms at a time, and a body from memory (a file up to `-inline-max`, a compressed playlist) leaves whole, its bytes counted; `-write-timeout` counts from each 100 ms step. Read at start"},
+		{Name: "limit-rate-after", Ptr: &c.LimitRateAfter,
+			Usage: "bytes of each response sent at full speed before -limit-rate applies",
+			Doc:   "bytes of each response (header included) sent at full speed before `-limit-rate` paces the rest (nginx's `limit_rate_after`): a player's first segment starts fast"},
 	}}
 }
 
@@ -312,6 +318,9 @@ func (c *Config) checkConns() error {
 		named{"read-timeout", c.ReadTimeout}, named{"write-timeout", c.WriteTimeout}, named{"idle-timeout", c.IdleTimeout}))
 	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.MaxRequestsPerConn < 0 {
 		errs = append(errs, errors.New("max-conns, max-conns-per-ip, max-requests-per-conn: want >= 0"))
+	}
+	if c.LimitRate < 0 || c.LimitRateAfter < 0 {
+		errs = append(errs, fmt.Errorf("limit-rate %d, limit-rate-after %d: want >= 0", c.LimitRate, c.LimitRateAfter))
 	}
 	return errors.Join(errs...)
 }
