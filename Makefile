@@ -39,6 +39,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzHLS$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/rewrite
 	$(GO) test -run='^$$' -fuzz='^FuzzDASH$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/rewrite
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/percent
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/access
 	$(GO) test -run='^$$' -fuzz='^FuzzObsFold$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg
 	$(GO) test -run='^$$' -fuzz='^FuzzAsksClose$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg
 	$(GO) test -run='^$$' -fuzz='^FuzzBareLF$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg

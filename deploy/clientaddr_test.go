@@ -48,6 +48,11 @@ func TestShieldClientAddress(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(root, "vod", "seg.ts"), []byte("segment bytes"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// More than the socket buffers and the stream proxy's hold: a
+	// download of it that is not read stays in progress.
+	if err := os.WriteFile(filepath.Join(root, "vod", "big.ts"), make([]byte, 64<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	accessLog := filepath.Join(dir, "access.log")
 	o := &origin{
 		name: "o1", bin: testproc.Build(t, "./cmd/segorigin"), ns: topo.netns[0], root: root, owner: t,
@@ -97,18 +102,20 @@ func TestShieldClientAddress(t *testing.T) {
 		c.conn.Close()
 	}
 
-	// -max-conns-per-ip 2 counts PROXY connections under the viewer: two
-	// held open fill it, a third is closed by the origin. The shield's
-	// own (cache) connections are not counted per IP.
-	held := []*httpConn{servedConn(t, l4, viewer), servedConn(t, l4, viewer)}
-	third := dialHTTP(t, l4)
-	if got := third.get(t, viewer); got != 0 {
-		t.Errorf("third PROXY connection from one viewer with -max-conns-per-ip 2: status %d, want the connection closed", got)
+	// -max-conns-per-ip 2 counts the requests in progress under the
+	// viewer a PROXY header names, as nginx's limit_conn does: two
+	// downloads the viewer does not read fill it, and a third request is
+	// answered 503 (never reset at accept).
+	big := "/vod/big.ts"
+	held := []*httpConn{startDownload(t, l4, sign("127.0.0.1")[:len(viewer)-len("/vod/seg.ts")]+big),
+		startDownload(t, l4, sign("127.0.0.1")[:len(viewer)-len("/vod/seg.ts")]+big)}
+	if got := dialHTTP(t, l4).get(t, viewer); got != 503 {
+		t.Errorf("a third request from one viewer with two downloads in progress, -max-conns-per-ip 2: status %d, want 503", got)
 	}
-	for i := range 3 {
-		if got := dialHTTP(t, shieldHost).get(t, sign("127.0.0.1")); got != 200 {
-			t.Errorf("request %d through the shield cache while the viewer holds 2 PROXY connections: status %d, want 200", i, got)
-		}
+	// The same viewer through the shield cache is the same client: the
+	// shield's X-Forwarded-For names it.
+	if got := dialHTTP(t, shieldHost).get(t, sign("127.0.0.1")); got != 503 {
+		t.Errorf("the same viewer through the shield cache: status %d, want 503", got)
 	}
 	held[0].conn.Close()
 	servedConn(t, l4, viewer).conn.Close()
@@ -173,6 +180,26 @@ func dialHTTP(t *testing.T, addr string) *httpConn {
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(15 * time.Second))
 	return &httpConn{conn: c, br: bufio.NewReader(c)}
+}
+
+// startDownload sends a GET of target and reads only the response's
+// header: the rest is still being sent, so the request stays in progress
+// at the origin until the connection closes.
+func startDownload(t *testing.T, addr, target string) *httpConn {
+	t.Helper()
+	c := dialHTTP(t, addr)
+	req, err := http.NewRequest("GET", "http://shield"+target, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := req.Write(c.conn); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(c.br, req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("GET %s via %s: %v, %v; want 200", target, addr, resp, err)
+	}
+	return c
 }
 
 // get sends a GET ("Name: value" headers) and returns the status, or 0

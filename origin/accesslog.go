@@ -3,6 +3,8 @@ package origin
 import (
 	"bytes"
 	"io"
+	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,36 +54,65 @@ func newLatency() *prometheus.HistogramVec {
 	}, []string{"kind"})
 }
 
+// recorder records every finished response: its status counted, its
+// latency in the histogram, its access log line. It takes from the server
+// only what it needs: the counters it moves, the log, the redaction in
+// force and who a request is from.
+type recorder struct {
+	access     accessLog
+	latency    *prometheus.HistogramVec
+	latencyBy  [3]prometheus.Observer // latency's children by kind, resolved once
+	latencyErr prometheus.Observer    // latency's child for 4xx and 5xx responses
+	st         *counters
+	log        *slog.Logger
+	redactor   func() token.Redactor
+	clientAddr func(*fasthttp.RequestCtx) netip.Addr
+}
+
+// init sets r up from cfg.
+func (r *recorder) init(cfg Config, st *counters, redactor func() token.Redactor, clientAddr func(*fasthttp.RequestCtx) netip.Addr) {
+	r.st, r.log, r.redactor, r.clientAddr = st, cfg.Logger, redactor, clientAddr
+	r.latency = newLatency()
+	for k := range r.latencyBy {
+		r.latencyBy[k] = r.latency.WithLabelValues(kind(k).String())
+	}
+	r.latencyErr = r.latency.WithLabelValues(errorKindLabel)
+	if cfg.AccessLog != nil {
+		r.access.w, r.access.format, r.access.sample = cfg.AccessLog, cfg.AccessLogFormat, uint64(cfg.AccessLogSample)
+	}
+	r.access.errLog.Every, r.access.errLog.Now = 10*time.Second, cfg.Now
+}
+
 // finish records a completed response: latency, and the access log line.
 // via is the body path ("sendfile", "ktls", "copy", or "" for no body).
-func (s *Server) finish(ctx *fasthttp.RequestCtx, k kind, sent int64, via string) {
+func (r *recorder) finish(ctx *fasthttp.RequestCtx, k kind, sent int64, via string) {
 	d := time.Since(ctx.Time())
-	s.record(ctx, k, d)
-	a := &s.access
+	r.record(ctx, k, d)
+	a := &r.access
 	if a.w == nil || a.n.Add(1)%a.sample != 0 {
 		return
 	}
-	s.logAccess(ctx, d, sent, via)
+	r.logAccess(ctx, d, sent, via)
 }
 
 // finishNoStream records a response whose body (if any) fasthttp writes
 // from memory: errors, 304, HEAD, empty files.
 func (s *Server) finishNoStream(ctx *fasthttp.RequestCtx, k kind) {
 	n := int64(len(ctx.Response.Body()))
-	s.finish(ctx, k, n, "")
+	s.rec.finish(ctx, k, n, "")
 }
 
 // logAccess formats and writes one access line. Every logged text that
 // comes from the request goes through the redactor: a logged token could
 // be replayed.
-func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64, via string) {
-	a := &s.access
+func (rc *recorder) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64, via string) {
+	a := &rc.access
 	sc, _ := a.bufs.Get().(*accessScratch)
 	if sc == nil {
 		sc = new(accessScratch)
 	}
 	defer a.bufs.Put(sc)
-	r := s.redactor()
+	r := rc.redactor()
 	req := &ctx.Request.Header
 	e := &sc.entry
 	*e = accesslog.Entry{
@@ -92,7 +123,7 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64
 		Via:      via,
 	}
 	sc.client = sc.client[:0]
-	if ip := s.clientAddr(ctx); ip.IsValid() { // behind trusted proxies: the viewer
+	if ip := rc.clientAddr(ctx); ip.IsValid() { // behind trusted proxies: the viewer
 		sc.client = ip.AppendTo(sc.client)
 	}
 	e.Client = sc.client
@@ -129,9 +160,9 @@ func (s *Server) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64
 	}
 	sc.line = a.format.Append(sc.line[:0], e)
 	if _, err := a.w.Write(sc.line); err != nil {
-		s.stats.AccessLogErrors.Add(1)
+		rc.st.AccessLogErrors.Add(1)
 		if a.errLog.Allow() {
-			s.log.Error("access log write failed", "err", err, "suppressed", a.errLog.Suppressed())
+			rc.log.Error("access log write failed", "err", err, "suppressed", a.errLog.Suppressed())
 		}
 	}
 	*e = accesslog.Entry{} // drop references to the request's buffers

@@ -22,6 +22,11 @@ func TestServeAllocatesNothing(t *testing.T) {
 	}
 	t.Run("size-mtime", func(t *testing.T) { testServeAllocatesNothing(t, nil) })
 	t.Run("etag-content", func(t *testing.T) { testServeAllocatesNothing(t, contentETag) })
+	t.Run("access rules", func(t *testing.T) {
+		testServeAllocatesNothing(t, func(c *origin.Config) {
+			c.Access = "deny 10.0.0.0/8; allow 127.0.0.0/8; deny all; valid_referers none *.example.com"
+		})
+	})
 }
 
 func testServeAllocatesNothing(t *testing.T, mod func(*origin.Config)) {

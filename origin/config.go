@@ -170,9 +170,10 @@ type Config struct {
 	// MaxHeaderBytes bounds the request line plus headers; beyond it the
 	// request is refused with 431.
 	MaxHeaderBytes int
-	// MaxConns bounds concurrent connections (0: no limit); MaxConnsPerIP
-	// bounds them per client IP. Both are enforced by our listener so that
-	// the zero-copy path keeps the raw TCP connection.
+	// MaxConns bounds concurrent connections (0: no limit), enforced at
+	// accept. MaxConnsPerIP bounds the requests in progress at once per
+	// client address, as trusted proxies name it (0: no limit): a request
+	// over it is answered 503 with Retry-After, as nginx's limit_conn.
 	MaxConns      int
 	MaxConnsPerIP int
 	// LimitRate paces each response to this many bytes a second (0: no
@@ -225,6 +226,16 @@ type Config struct {
 	// header's source is then the connection's client for everything:
 	// per-IP limits, tokens, logs.
 	ProxyProtocol string
+
+	// Access is nginx's allow/deny and valid_referers, as nginx
+	// statements: "allow 10.0.0.0/8; deny all;" (address rules, tried in
+	// order, the first match deciding, none matching allowing) and
+	// "valid_referers none blocked *.example.com;" (a Referer outside the
+	// list is refused, as nginx's "if ($invalid_referer) { return 403; }").
+	// The address is the client's: the peer, or the one a trusted proxy
+	// names (TrustedProxies). A refusal is 403, for every method. Empty:
+	// off. origin/access says exactly how nginx's rules are kept.
+	Access string
 
 	// Auth enables signed-URL authorization (off when it has no keys).
 	Auth AuthConfig

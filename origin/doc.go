@@ -23,98 +23,76 @@
 //
 // # Request path
 //
-//	accept (origin/conn: Gate → *conn.TCP, connection limits; HTTPS:
-//	  conn.TLS wraps it)
-//	→ fasthttp parses the request
-//	→ handle: HTTP major version other than 1 (505); a field name with a
-//	  space (400); method (GET, HEAD; OPTIONS for CORS; another RFC 9110
-//	  method 405 + Allow; an unknown one 501)
-//	→ cleanPath: percent-decode, refuse NUL/CTL, remove dot segments,
-//	  refuse climbing above the root (400)
-//	→ auth: strip /t/<token>/, verify a token from path, query, cookie or
-//	  Bearer (401/403)
-//	→ cache.Acquire: fd + size + mtime + ETag (open+fstat only on a miss;
-//	  os.Root keeps symlinks inside the root; a file whose real path has a
-//	  hidden segment is 404 like its name would be)
-//	→ -etag content: the entry's content validator, else the file's
-//	  extended attribute (one fgetxattr, off the loop)
-//	→ checkInProgress: a file still being written (origin/publish) is
-//	  503 + Retry-After + no-store, or with -in-progress uncached its
-//	  bytes with no-store; its entry is dropped
-//	→ -etag content, not known yet: hashed on a cold reader, waited for up
-//	  to -cold-deadline (then 503 + Retry-After)
-//	→ a playlist or manifest authorised by a query token: rewritten by
-//	  origin/rewrite so each URI in the token's scope carries it, an
-//	  in-memory body with its own ETag (queryrewrite.go; a file the cache
-//	  did not inline is read off the event loop)
-//	→ evaluatePreconditions: RFC 9110 §13.2.2 order (412, 304)
-//	→ ranges.ParseInto (GET only, and only if If-Range holds) → 200, 206,
-//	  multipart 206 or 416
-//	→ headers: Content-Type from the built-in media table, Cache-Control by
-//	  kind, ETag, Last-Modified (never after the Date fasthttp sends:
-//	  date.go), Accept-Ranges, CORS
-//	→ bodyStream: fasthttp flushes the header (ImmediateHeaderFlush) with
-//	  MSG_MORE, then calls WriteTo, which sends the span(s) itself.
+//	accept (origin/loop on plain HTTP; origin/conn's Gate and, on HTTPS,
+//	  conn.TLS, then origin/stream): connection limits, the PROXY header
+//	→ the HTTP/1 layer (h1_linux.go) parses with fasthttp's RequestHeader
+//	  and refuses what RFC 9112 refuses (bare LF or CR, obs-fold, the
+//	  HTTP/2 preface, 414, 431, 505, bad Transfer-Encoding or Host); reads
+//	  past a body up to 64 KiB (413 above), 100 Continue once
+//	→ resolve (handler.go): the message checks, -access, the method (GET,
+//	  HEAD; OPTIONS for CORS; another RFC 9110 method 405 + Allow; an
+//	  unknown one 501), cleanPath (percent-decode, refuse NUL/CTL, remove
+//	  dot segments, refuse climbing above the root: 400), authorization
+//	  (strip /t/<token>/, a token from path, query, cookie or Bearer, or an
+//	  nginx secure_link: 401/403/410)
+//	→ the file steps (steps.go), each of which may go on, answer, or
+//	  suspend where it would block an event loop:
+//	  open (cache.Acquire: fd + size + mtime + ETag, open+fstat only on a
+//	  miss; os.Root keeps symlinks inside the root) → validators (-etag
+//	  content: the entry's, else the file's extended attribute) → publish
+//	  (a file still being written: 503 + Retry-After + no-store, or its
+//	  bytes with no-store) → content tag (hashed on a cold reader, up to
+//	  -cold-deadline) → rewrite (a playlist authorised by a query token,
+//	  with the token in each URI of its scope) → conditions (RFC 9110
+//	  §13.2.2: 412, 304) → range (GET only, If-Range: 206, multipart 206,
+//	  416) → cold (the first window of the body made resident, or 503) →
+//	  respond (Content-Type, Cache-Control by kind, ETag, Last-Modified
+//	  never after Date, Accept-Ranges, CORS)
+//	→ render (h1_linux.go): Connection and keep-alive, -max-requests-per-
+//	  conn, the drain; the header by fasthttp's ResponseHeader, the body as
+//	  wire.Parts (memory, or spans of the cached fd)
+//	→ the transport sends the parts: sendmsg of header and inline body, or
+//	  the header with MSG_MORE then sendfile per span (plain TCP and kTLS),
+//	  or pread and write (userspace TLS, -disable-sendfile); later windows
+//	  of a long body are made resident first (readyWindow).
 //
 // # Body paths
 //
-// A body is sent by exactly one of three writers (transport.go), chosen
-// per response by the file (inlined or not) and the connection's type
-// (*conn.TCP, or conn.KernelTLS for an HTTPS socket the kernel seals),
-// never by hoping types line up inside fasthttp:
-//
-//   - inline (a file the cache holds in memory, Handle.Bytes): on plain TCP
-//     and kTLS the body is the connection's tail: the socket's next Write,
-//     fasthttp's header flush, sends header and body with one writev
-//     (conn.TCP.SetTail; the socket makes sure it is that flush). On
-//     userspace TLS WriteTo puts the body into fasthttp's buffer behind the
-//     header. Multipart bodies of such a file are assembled in memory.
-//   - sendfileWriter (plain TCP or kTLS, Linux): the header leaves with
-//     MSG_MORE (conn.TCP.CorkHeader), each span with sendfile(2)
-//     (conn.TCP.Sendfile) from the cached fd at an explicit offset (the
-//     fd's shared offset is never used), multipart framing with MSG_MORE.
-//     EAGAIN waits on Go's netpoller through syscall.RawConn, which also
-//     enforces the write deadline fasthttp set. A file system that
-//     refuses sendfile (EINVAL, ENOSYS) falls back to copy for that
-//     response, counted in SendfileFallbacks.
-//   - copyWriter (TLS without kTLS, or -disable-sendfile): conn.CopySpan,
-//     pread into a pooled buffer and write; on TLS one record (16 KiB)
-//     per write.
+// Every body is counted at one point (countBody, from the HTTP/1 layer's
+// done): inline (the cache's memory, one sendmsg with the header),
+// sendfile (plain TCP), ktls (sendfile on a socket the kernel seals), or
+// copy. A file system that refuses sendfile (EINVAL, ENOSYS) falls back to
+// copy for that response (SendfileFallbacks). The bytes sent always equal
+// the Content-Length announced; when they cannot (the file shrank, the
+// client left, the write timed out) the connection closes, so keep-alive
+// never desynchronises.
 //
 // HTTPS (origin/conn: tls.go, tlsconn.go, ktls_linux.go; the pure parts
 // in origin/ktls; here tls.go only marks listeners and reloads):
 // crypto/tls does the handshake (TLS 1.2+, ECDHE AEAD suites, ALPN
-// http/1.1) and always reads the requests. Without kTLS it also writes the
-// responses, and copyWriter serves the bodies, its header record corked
-// with MSG_MORE. With kTLS (probed once at start; per connection after the
-// handshake) the transmit keys go to the kernel: key and IV derived from
-// the secrets a per-connection KeyLogWriter collects (TLS 1.3:
-// HKDF-Expand-Label; TLS 1.2: the PRF key block, with the server random
-// read off the wire), the sequence number at hand-over counted (session
-// tickets are off on such connections), then setsockopt TCP_ULP "tls" and
-// TLS_TX. From then on the connection writes plaintext to the socket, so
-// sendfileWriter serves it as on plain TCP (counted as KTLS); close_notify
-// leaves as an alert record (sendmsg with TLS_SET_RECORD_TYPE), and any
-// later write by crypto/tls (a KeyUpdate answer, an alert) is refused and
-// ends the connection rather than mix userspace ciphertext into the
-// kernel's stream. A refused setsockopt (ENOENT: no kTLS in the kernel)
-// leaves the connection on userspace TLS, counted in Stats.TLS.
+// http/1.1) and always reads the requests. With kTLS (probed once at
+// start; per connection after the handshake) the transmit keys go to the
+// kernel (key and IV derived from the secrets a per-connection
+// KeyLogWriter collects, the sequence number at hand-over counted), and
+// the connection's responses are plaintext on the socket, sent as on
+// plain TCP; close_notify leaves as an alert record. A refused setsockopt
+// (ENOENT: no kTLS in the kernel) leaves the connection on userspace TLS,
+// counted in Stats.TLS.
 //
-// The bytes sent always equal the Content-Length announced. When they
-// cannot (the file shrank, the client left, the write timed out) WriteTo
-// returns an error and fasthttp closes the connection, so keep-alive never
-// desynchronises. Stats.Transport counts responses and bytes per path.
+// Other systems serve with fasthttp's Server (engine_other.go), whose
+// handler (handle, route) renders the same plan into a body stream
+// (transport.go): the copy path.
 //
 // # File descriptor ownership
 //
-// The handler acquires a *cache.Handle by the request's name, a reqName
-// over the request's reused path buffer: not a string, so keeping it takes
-// a visible copy (String), and one kept past its request panics on use
-// rather than read another request's path; past the lookup the handler
-// uses the handle's own copy (Handle.Name). For GET with a body it hands
-// the handle to a pooled bodyStream, whose Close (always called by fasthttp,
-// for HEAD and on errors too) releases it; every other answer releases it
-// in the handler. The cache closes the fd only when it has dropped the
+// The steps acquire a *cache.Handle by the request's name, a reqName over
+// the request's reused path buffer: not a string, so keeping it takes a
+// visible copy (String), and one kept past its request panics on use
+// rather than read another request's path; past the lookup the steps use
+// the handle's own copy (Handle.Name). A step that answers leaves the
+// handle to advance, which releases it; a final plan with a body hands it
+// to the HTTP/1 layer, which releases it when the body is done or the
+// connection closes. The cache closes the fd only when it has dropped the
 // entry and the last response using it has released it, so no fd closes
 // under an in-flight sendfile.
 //

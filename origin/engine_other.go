@@ -40,6 +40,10 @@ func (s *Server) newConnServer() connServer { return fastServer{s.newFastHTTP()}
 func (f fastServer) serve(ln net.Listener) error        { return f.http.Serve(ln) }
 func (f fastServer) shutdown(ctx context.Context) error { return f.http.ShutdownWithContext(ctx) }
 
+// writeBufferSize is fasthttp's per-connection response buffer (its
+// default): headers, bodiless responses and inline bodies leave from it.
+const writeBufferSize = 4096
+
 // newFastHTTP is the server of the listeners the loops do not serve here.
 func (s *Server) newFastHTTP() *fasthttp.Server {
 	return &fasthttp.Server{

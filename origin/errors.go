@@ -66,7 +66,7 @@ func statusFor(err error) int {
 		// not read it. Logged and counted by permissionDenied.
 		return fasthttp.StatusForbidden
 	case errors.Is(err, syscall.EMFILE), errors.Is(err, syscall.ENFILE), isColdBusy(err),
-		errors.Is(err, errInProgress), errors.Is(err, errContentUnknown):
+		errors.Is(err, errInProgress), errors.Is(err, errContentUnknown), errors.Is(err, errClientLimit):
 		return fasthttp.StatusServiceUnavailable
 	}
 	return fasthttp.StatusInternalServerError
@@ -108,7 +108,7 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 		// is expected to be unavailable to the client".
 		ctx.Response.Header.Set("Retry-After", retryAfter(rand.Uint64()))
 		switch {
-		case errors.Is(err, errInProgress), errors.Is(err, errContentUnknown):
+		case errors.Is(err, errInProgress), errors.Is(err, errContentUnknown), errors.Is(err, errClientLimit):
 			// Counted, and logged, where they are found.
 		case isColdBusy(err):
 			if s.coldLog.Allow() {
@@ -176,7 +176,7 @@ func (s *Server) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 		code = fasthttp.StatusNotImplemented
 	}
 	s.stats.BadRequests.Add(1)
-	s.countResponse(code)
+	s.rec.countResponse(code)
 	if s.parseErrLog.Allow() {
 		s.log.Info("unparseable request", "status", code, "remote", ctx.RemoteAddr().String(),
 			"err", s.loggable(err.Error()), "suppressed", s.parseErrLog.Suppressed())

@@ -418,7 +418,7 @@ func (ls *h1Server) serveRequest(r *h1Req) {
 	p := &r.p
 	*p = plan{noBlock: true}
 	var ok bool
-	if p.name, p.g, ok = s.resolve(ctx, &p.rh, &r.scratch); !ok {
+	if p.name, p.g, ok = s.resolve(ctx, &p.rh, &r.scratch); !ok || !s.holdClient(ctx, p) {
 		p.kind = kindOther
 		ls.render(r)
 		return
@@ -451,7 +451,8 @@ func (r *h1Req) afterOffload() {
 			r.p.h.Release()
 			r.p.h = nil
 		}
-		r.ls.s.finish(&r.ctx, r.p.kind, 0, "")
+		r.ls.s.releaseClient(&r.p)
+		r.ls.s.rec.finish(&r.ctx, r.p.kind, 0, "")
 		r.ls.putReq(r)
 		return
 	}
@@ -516,7 +517,7 @@ func (ls *h1Server) render(r *h1Req) {
 			// Recorded before it is sent, as the fasthttp engine records
 			// a response fasthttp writes from memory: its line is in the
 			// access log by the time the client has read it.
-			s.finish(ctx, p.kind, int64(logged), "")
+			s.rec.finish(ctx, p.kind, int64(logged), "")
 			r.counted = true
 		}
 		c.Send(resp)
@@ -632,8 +633,9 @@ func (r *h1Req) finished(sent int64, err error) {
 		h.Release()
 		r.p.h = nil
 	}
+	s.releaseClient(&r.p)
 	if !r.counted {
-		s.finish(&r.ctx, r.p.kind, body, r.via)
+		s.rec.finish(&r.ctx, r.p.kind, body, r.via)
 	}
 	r.ls.putReq(r)
 }

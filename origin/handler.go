@@ -3,6 +3,7 @@ package origin
 import (
 	"bytes"
 	"crypto/rand"
+	"net/netip"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -58,6 +59,11 @@ type plan struct {
 	rangesIgnored bool
 	gzip          bool // h is the file's precompressed sibling (gzip.go)
 
+	// client is the address p counts against -max-conns-per-ip while
+	// holds (holdClient, releaseClient).
+	client netip.Addr
+	holds  bool
+
 	// inProgress: the file is still being written and its bytes go out
 	// with no-store (-in-progress uncached); counted when the plan is
 	// final, with the file's size then.
@@ -77,9 +83,10 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	p := s.planPool.Get().(*plan)
 	s.route(ctx, p)
 	if p.h == nil {
+		s.releaseClient(p)
 		s.finishNoStream(ctx, p.kind)
 	} else {
-		s.attachBody(ctx, p)
+		s.attachBody(ctx, p) // the body stream's Close releases the client's count
 	}
 	*p = plan{}
 	s.planPool.Put(p)
@@ -93,7 +100,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, p *plan) {
 	sp := s.pathPool.Get().(*pathBuf)
 	defer s.putPath(sp)
 	var ok bool
-	if p.name, p.g, ok = s.resolve(ctx, &p.rh, sp); !ok {
+	if p.name, p.g, ok = s.resolve(ctx, &p.rh, sp); !ok || !s.holdClient(ctx, p) {
 		p.kind = kindOther
 		return
 	}
@@ -115,6 +122,9 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) 
 		// on the connection cannot be trusted either.
 		ctx.SetConnectionClose()
 		s.fail(ctx, err)
+		return name, g, false
+	}
+	if !s.admitted(ctx) { // nginx's access phase: every method
 		return name, g, false
 	}
 	switch {

@@ -1,6 +1,7 @@
 package origin
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,8 +29,13 @@ func BenchmarkHandle(b *testing.B) {
 		}
 	}
 	servers := map[string]*Server{}
-	for _, mode := range []ETagMode{ETagSizeMtime, ETagContent} {
+	for _, mode := range []ETagMode{ETagSizeMtime, ETagContent, "access"} {
 		cfg := DefaultConfig()
+		if mode == "access" {
+			// -access on: the in-process request has no peer, so only
+			// "all" speaks of it (origin/access); a referer list is read.
+			mode, cfg.Access = ETagSizeMtime, "deny 10.0.0.0/8; allow all; valid_referers none *.example.com"
+		}
 		cfg.Root = root // the default -watch: no revalidation stat, as in production
 		cfg.Settle = 0  // written just now, complete
 		cfg.ETag = mode
@@ -40,13 +46,14 @@ func BenchmarkHandle(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { s.Close() })
-		servers[string(mode)] = s
+		servers[cmp.Or(cfg.Access, string(mode))] = s
 	}
 	for _, tc := range []struct{ name, path, mode string }{
 		{"W4", "/w4/p00.m3u8", "size-mtime"},
 		{"W3", "/w3/part0000.m4s", "size-mtime"},
 		{"W4-etag-content", "/w4/p00.m3u8", "content"},
 		{"W3-etag-content", "/w3/part0000.m4s", "content"},
+		{"W4-access", "/w4/p00.m3u8", "deny 10.0.0.0/8; allow all; valid_referers none *.example.com"},
 	} {
 		s := servers[tc.mode]
 		b.Run(tc.name, func(b *testing.B) { benchGET(b, s, tc.path, nil) })

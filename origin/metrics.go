@@ -91,6 +91,7 @@ func (s *Server) Metrics() ([]*Metric, []Series) {
 	transportMetrics(t, &st.Transport)
 	authMetrics(t, &st.Auth)
 	fileErrorMetrics(t, &st.FileErrors)
+	accessMetrics(t, &st.Access)
 	rewriteMetrics(t, &st.Rewrite)
 	gzipMetrics(t, &st.Gzip)
 	tlsMetrics(t, &st.TLS)

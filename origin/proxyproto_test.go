@@ -131,17 +131,20 @@ func TestProxyProtocolThenXFF(t *testing.T) {
 	}
 }
 
-// TestProxyProtocolPerIPLimit: -max-conns-per-ip counts connections under
-// the client a PROXY header names; a trusted proxy's own connections are
-// not limited per IP.
+// TestProxyProtocolPerIPLimit: -max-conns-per-ip counts requests in
+// progress under the client a PROXY header names, never at accept; a
+// trusted proxy's own requests are its own client's.
 func TestProxyProtocolPerIPLimit(t *testing.T) {
 	ts, target := proxyServer(t, "optional", func(c *origin.Config) { c.MaxConnsPerIP = 1 })
-	first := ts.dialFrom("127.0.0.2")
-	if got := first.sendRaw(t, []byte(proxyV1Viewer), get(target)); got != 200 {
-		t.Fatalf("first connection for 198.51.100.7: status %d, want 200", got)
+	writeSynth(t, ts.root, "vod/title42/big.ts", 64<<20) // more than the socket buffers hold
+	held := ts.dialFrom("127.0.0.2")
+	held.conn.Write([]byte(proxyV1Viewer))
+	held.write("GET", strings.Replace(target, "v1/seg1.ts", "big.ts", 1))
+	if resp, err := http.ReadResponse(held.br, &http.Request{Method: "GET"}); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("a download for 198.51.100.7: %v, %v", resp, err)
 	}
-	if got := ts.dialFrom("127.0.0.2").sendRaw(t, []byte(proxyV1Viewer), get(target)); got != 0 {
-		t.Errorf("second connection for 198.51.100.7 with max-conns-per-ip 1: status %d, want closed", got)
+	if got := ts.dialFrom("127.0.0.2").sendRaw(t, []byte(proxyV1Viewer), get(target)); got != 503 {
+		t.Errorf("a second request for 198.51.100.7 while its download is in progress, max-conns-per-ip 1: status %d, want 503", got)
 	}
 	other := "PROXY TCP4 198.51.100.8 127.0.0.1 40001 8080\r\n"
 	if got := ts.dialFrom("127.0.0.2").sendRaw(t, []byte(other), get(target)); got != 403 {
@@ -149,16 +152,16 @@ func TestProxyProtocolPerIPLimit(t *testing.T) {
 	}
 	for i := range 3 {
 		if got := ts.dialFrom("127.0.0.2").sendRaw(t, get(target)); got != 403 {
-			t.Errorf("the proxy's own connection %d: status %d, want 403 (served, not limited per IP)", i, got)
+			t.Errorf("the proxy's own connection %d: status %d, want 403 (served, not the viewer's)", i, got)
 		}
 	}
-	first.conn.Close()
+	held.conn.Close()
 	waitFor(t, 5*time.Second, "the viewer's place released", func() bool {
 		return ts.dialFrom("127.0.0.2").sendRaw(t, []byte(proxyV1Viewer), get(target)) == 200
 	})
 	st := ts.srv.Stats()
-	if st.ProxyAccepted < 3 || st.ConnsRefused < 1 {
-		t.Errorf("stats: proxy accepted %d, refused %d; want >= 3, >= 1", st.ProxyAccepted, st.ConnsRefused)
+	if st.ProxyAccepted < 3 || st.ClientLimited < 1 || st.ConnsRefused != 0 {
+		t.Errorf("stats: proxy accepted %d, limited %d, refused at accept %d; want >= 3, >= 1, 0", st.ProxyAccepted, st.ClientLimited, st.ConnsRefused)
 	}
 }
 

@@ -568,9 +568,9 @@ func (ra *readAhead) forgetAll() {
 // listPlaylists names up to max .m3u8 files in dir (a clean relative
 // directory, "." for the root), under the same confinement as opens.
 func (s *Server) listPlaylists(dir string, max int) ([]string, error) {
-	var fsys fs.FS = s.rootNow().dir.FS()
+	var fsys fs.FS = s.root.now().dir.FS()
 	if s.cfg.FollowSymlinks {
-		fsys = os.DirFS(s.rootNow().real)
+		fsys = os.DirFS(s.root.now().real)
 	}
 	ents, err := fs.ReadDir(fsys, dir)
 	var names []string

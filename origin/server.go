@@ -4,18 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"segorigin/cache"
 	"segorigin/origin/conn"
@@ -25,27 +20,20 @@ import (
 // Server is a segorigin origin: one fasthttp server over one media root,
 // with its file cache and, when enabled, the watcher that invalidates it.
 type Server struct {
-	cfg   Config
-	log   *slog.Logger
-	cache *cache.Cache
-	watch *watcher.Watcher // nil when cfg.Watch is false
-	cold  *coldPath        // nil when cfg.ColdReaders is 0
-	ra    *readAhead       // nil when read-ahead is off
-	// opens bounds opens and stats in progress (cache misses and
-	// revalidations) to cfg.ColdReaders when the cold path is on: on slow
-	// storage they block their thread too, and a burst of misses must not
-	// grow the thread count. nil: unbounded.
-	opens    chan struct{}
+	cfg      Config
+	log      *slog.Logger
+	cache    *cache.Cache
+	watch    *watcher.Watcher // nil when cfg.Watch is false
+	cold     *coldPath        // nil when cfg.ColdReaders is 0
+	ra       *readAhead       // nil when read-ahead is off
+	root     *mediaRoot       // the directory served, opens under it, its checks
 	cors     corsPolicy
 	clientID clientIdentity             // who a request is from (trusted proxies)
 	auth     atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
+	admit    admission                  // allow/deny and valid referers (cfg.Access); swapped by ReloadAccess
 	gate     *conn.Gate                 // connection limits of every listener
 	tls      *conn.TLS                  // nil without a TLS certificate
 	stats    counters
-
-	rootDown atomic.Bool             // the last CheckRoot failed
-	rootDir  atomic.Pointer[rootDir] // the media root served now (rootdir.go)
-	rootMu   sync.Mutex              // serialises root checks and swaps (probeRoot)
 
 	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
 
@@ -70,11 +58,10 @@ type Server struct {
 	types        map[string]mediaType      // Content-Type and kind by extension: built in, then cfg.Types
 	gz           *gzipPolicy               // gzip of text answers (gzip.go)
 
-	latency    *prometheus.HistogramVec
-	latencyBy  [3]prometheus.Observer // latency's children by kind, resolved once
-	latencyErr prometheus.Observer    // latency's child for 4xx and 5xx responses
-	dates      dateClamp              // keeps Last-Modified at or before Date
-	access     accessLog
+	dates dateClamp // keeps Last-Modified at or before Date
+	rec   recorder  // counts, times and logs every finished response
+
+	perClient *clientLimit // -max-conns-per-ip; nil: no limit
 }
 
 // New validates cfg and builds a server. It starts no goroutine: Run does.
@@ -94,7 +81,7 @@ func New(cfg Config) (_ *Server, err error) {
 	}
 	// In order: the gate's hook reaches s.cache only at accept, after New;
 	// read-ahead needs the cold pool, and the watcher the cache.
-	for _, build := range []func(*cleanups) error{s.newGate, s.newAuth, s.newTLS, s.newColdPath, s.newCache, s.newWatcher} {
+	for _, build := range []func(*cleanups) error{s.newGate, s.newAccess, s.newAuth, s.newTLS, s.newColdPath, s.newCache, s.newWatcher} {
 		if err := build(&undo); err != nil {
 			return nil, err
 		}
@@ -135,26 +122,25 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger, cors: newCORSPolicy(cfg),
 		cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg), extraHeaders: extraHeaderValues(cfg.Headers),
 		types: mediaTypeTable(cfg.Types)}
-	s.rootDir.Store(rt)
+	s.root = newMediaRoot(cfg, rt, &s.stats, func() {
+		invalidator{s}.InvalidateAll()
+		if s.watch != nil {
+			s.watch.Reroot()
+		}
+	})
 	s.gz = newGzipPolicy(cfg, s.types, &s.stats.Gzip)
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.emfileLog.Every, s.emfileLog.Now = 10*time.Second, cfg.Now
 	s.parseErrLog.Every, s.parseErrLog.Now = 10*time.Second, cfg.Now
 	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
-	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.access.errLog, &s.coldLog, &s.permLog} {
+	for _, l := range []*rateLimitedLog{&s.badPathLog, &s.escapeLog, &s.fasthttpLog, &s.coldLog, &s.permLog} {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
 	s.streamPool.New = func() any { return new(bodyStream) }
 	s.planPool.New = func() any { return new(plan) }
 	s.pathPool.New = func() any { return new(pathBuf) }
-	s.latency = newLatency()
-	for k := range s.latencyBy {
-		s.latencyBy[k] = s.latency.WithLabelValues(kind(k).String())
-	}
-	s.latencyErr = s.latency.WithLabelValues(errorKindLabel)
-	if cfg.AccessLog != nil {
-		s.access.w, s.access.format, s.access.sample = cfg.AccessLog, cfg.AccessLogFormat, uint64(cfg.AccessLogSample)
-	}
+	s.rec.init(cfg, &s.stats, s.redactor, s.clientAddr)
+	s.perClient = newClientLimit(cfg, &s.stats.ClientLimited)
 	return s, nil
 }
 
@@ -162,14 +148,13 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 func (s *Server) newGate(*cleanups) (err error) {
 	cfg := s.cfg
 	s.gate, err = conn.NewGate(conn.GateConfig{
-		MaxConns:      cfg.MaxConns,
-		MaxConnsPerIP: cfg.MaxConnsPerIP,
-		Trusted:       s.clientID.trusted,
-		Proxy:         conn.ProxyMode(cfg.ProxyProtocol),
-		OnFDPressure:  s.onFDPressure,
-		Logger:        s.log,
-		Stats:         &s.stats.ListenerCounters,
-		Now:           cfg.Now,
+		MaxConns:     cfg.MaxConns,
+		Trusted:      s.clientID.trusted,
+		Proxy:        conn.ProxyMode(cfg.ProxyProtocol),
+		OnFDPressure: s.onFDPressure,
+		Logger:       s.log,
+		Stats:        &s.stats.ListenerCounters,
+		Now:          cfg.Now,
 	})
 	if err != nil {
 		return fmt.Errorf("origin: listener: %w", err)
@@ -221,7 +206,7 @@ func (s *Server) newColdPath(*cleanups) (err error) {
 	}
 	s.cold = &coldPath{pool: pool, st: &s.stats.Cold, now: s.cfg.Now, acquire: func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) },
 		bufs: &s.bufPool, log: s.log, loggable: s.loggable, failLog: &s.coldLog}
-	s.opens = make(chan struct{}, s.cfg.ColdReaders)
+	s.root.opens = make(chan struct{}, s.cfg.ColdReaders)
 	if s.cfg.ReadAhead.Readers > 0 {
 		if s.ra, err = newReadAhead(s); err != nil {
 			return fmt.Errorf("origin: read-ahead: %w", err)
@@ -249,8 +234,8 @@ func (s *Server) newCache(undo *cleanups) (err error) {
 		InlineMax:     cfg.InlineMax,
 		InlineBudget:  cfg.InlineBudget,
 		WaitTimeout:   max(cfg.ColdDeadline, 0),
-		Open:          s.open,
-		Stat:          s.stat,
+		Open:          s.root.open,
+		Stat:          s.root.stat,
 		Now:           cfg.Now,
 	})
 	if err != nil {
@@ -314,82 +299,6 @@ func (s *Server) onWatchDegraded(degraded bool) {
 	s.cache.SetRevalidate(0)
 }
 
-// open opens a cache key under the root. Without FollowSymlinks, os.Root
-// refuses any path, symlinks included, that resolves outside the root.
-func (s *Server) open(name string) (*os.File, error) {
-	if name == "" {
-		name = "."
-	}
-	// O_NONBLOCK: opening a FIFO for reading would otherwise block until a
-	// writer appears; with it the open returns and the cache refuses the
-	// FIFO as not a regular file. Regular files ignore the flag.
-	const flags = os.O_RDONLY | syscall.O_NONBLOCK
-	if err := s.takeOpen(name); err != nil {
-		return nil, err
-	}
-	defer s.giveOpen()
-	var joined string
-	f, rt, err := inRoot(s, func(rt *rootDir) (f *os.File, err error) { f, joined, err = s.openIn(rt, name, flags); return })
-	if err != nil || s.cfg.ServeDotfiles {
-		return f, err
-	}
-	// The route refused a hidden name; a symlink with a plain name may
-	// still lead to one. Checked on the opened file, not the name.
-	real, err := realPath(f, joined)
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if hiddenTarget(rt.real, real) {
-		f.Close()
-		return nil, errHiddenTarget
-	}
-	return f, nil
-}
-
-// errOpenWait: an open or stat waited -cold-deadline for its turn (the
-// opens in progress all hung on storage). Answered 503 with Retry-After.
-var errOpenWait = errors.New("origin: waited too long for a turn to open")
-
-// takeOpen takes a turn among the opens in progress (s.opens), waiting at
-// most ColdDeadline; giveOpen gives it back.
-func (s *Server) takeOpen(name string) error {
-	if s.opens == nil {
-		return nil
-	}
-	select {
-	case s.opens <- struct{}{}:
-		return nil
-	default:
-	}
-	t := time.NewTimer(s.cfg.ColdDeadline)
-	defer t.Stop()
-	select {
-	case s.opens <- struct{}{}:
-		return nil
-	case <-t.C:
-		return &fs.PathError{Op: "open", Path: name, Err: errOpenWait}
-	}
-}
-
-func (s *Server) giveOpen() {
-	if s.opens != nil {
-		<-s.opens
-	}
-}
-
-func (s *Server) stat(name string) (fs.FileInfo, error) {
-	if name == "" {
-		name = "."
-	}
-	if err := s.takeOpen(name); err != nil {
-		return nil, err
-	}
-	defer s.giveOpen()
-	fi, _, err := inRoot(s, func(rt *rootDir) (fs.FileInfo, error) { return s.statIn(rt, name) })
-	return fi, err
-}
-
 // Run serves on every listener until ctx is done, then drains: it stops
 // accepting, lets responses in flight finish until drain elapses, and
 // returns. Listeners marked by TLSListener serve HTTPS. Run owns the
@@ -447,7 +356,7 @@ func (s *Server) startBackground(ctx context.Context, wg *sync.WaitGroup) {
 		})
 	}
 	if s.cfg.RootCheckEvery > 0 {
-		wg.Go(func() { s.watchRoot(ctx, s.cfg.RootCheckEvery) })
+		wg.Go(func() { s.root.watch(ctx, s.cfg.RootCheckEvery) })
 	}
 	if s.cold != nil {
 		wg.Go(func() { s.cold.pool.Run(ctx) })
@@ -541,7 +450,7 @@ func (s *Server) loopFor(ln, wl net.Listener) *loopServer {
 
 // Close releases the cache and the root. Call it after Run returned.
 func (s *Server) Close() error {
-	return errors.Join(s.cache.Close(), s.rootNow().dir.Close())
+	return errors.Join(s.cache.Close(), s.root.close())
 }
 
 // CacheStats returns a snapshot of the file cache's counters.

@@ -20,7 +20,7 @@ import (
 func (c *Config) Sections() []schema.Section {
 	return []schema.Section{
 		c.tlsSection(), c.rootSection(), c.headerSection(), c.corsSection(),
-		c.cacheSection(), c.gzipSection(), c.connSection(), c.proxySection(), c.coldSection(),
+		c.cacheSection(), c.gzipSection(), c.connSection(), c.proxySection(), c.accessSection(), c.coldSection(),
 		c.authSection(), c.logSection(),
 	}
 }
@@ -284,8 +284,8 @@ func (c *Config) connSection() schema.Section {
 			Usage: "most concurrent connections (0: no limit)",
 			Doc:   "most concurrent connections, enforced at accept (0: no limit)"},
 		{Name: "max-conns-per-ip", Ptr: &c.MaxConnsPerIP,
-			Usage: "most concurrent connections per client IP (0: no limit)",
-			Doc:   "most concurrent connections per client address (0: no limit); a trusted proxy's own connections are not limited per address"},
+			Usage: "most requests in progress at once per client address, as trusted proxies name it; 503 beyond (0: no limit)",
+			Doc:   "most requests in progress at once per client address (0: no limit), as nginx's `limit_conn` over `$binary_remote_addr`: the address is the client's as trusted proxies name it (X-Forwarded-For, Forwarded, PROXY); a request over the limit is read and answered 503 with Retry-After, the connection kept"},
 		{Name: "limit-rate", Ptr: &c.LimitRate,
 			Usage: "pace each response to this many bytes a second after -limit-rate-after (0: no limit)",
 			Doc:   "pace each response to this many bytes a second once its first `-limit-rate-after` bytes are sent (nginx's `limit_rate`; 0: no limit): for viewers served directly, never in front of a CDN; file bodies are paced by the transport's timers, 100 ms at a time, and a body from memory (a file up to `-inline-max`, a compressed playlist) leaves whole, its bytes counted; `-write-timeout` counts from each 100 ms step. Read at start"},
@@ -338,6 +338,15 @@ func (c *Config) proxySection() schema.Section {
 		{Name: "proxy-protocol", Ptr: &c.ProxyProtocol,
 			Usage: "PROXY protocol v1/v2 header from trusted proxies: off, optional, required (refused from any other peer)",
 			Doc:   "PROXY protocol v1/v2 on every listener: `off`, `optional` (trusted proxies may send a header), `required` (they must); a header from any other peer closes the connection"},
+	}}
+}
+
+// accessSection: nginx's allow/deny and valid_referers.
+func (c *Config) accessSection() schema.Section {
+	return schema.Section{Title: "Access by address and referer", Check: c.checkAccess, Settings: []schema.Setting{
+		{Name: "access", Ptr: &c.Access,
+			Usage: "nginx allow/deny and valid_referers `statements`, e.g. \"allow 10.0.0.0/8; deny all\" (first match wins; refused: 403); see also -access-file",
+			Doc:   "nginx statements: `allow`/`deny` with an address, a CIDR prefix or `all` (tried in order against the client address, the first match deciding; none matching allows) and `valid_referers` (`none`, `blocked`, `server_names`, names, `*.example.com`, `www.example.*`, `~regex`: a Referer outside it is refused), e.g. `allow 10.0.0.0/8; deny all`. A refusal is 403 for every method, counted in `segorigin_access_refused_total`. Excludes `-access-file`"},
 	}}
 }
 

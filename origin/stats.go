@@ -37,6 +37,7 @@ type Counters[C any] struct {
 	BadPaths        C                       // request paths refused with 400 (bad escape, control byte, climbing above the root)
 	AccessLogErrors C                       // access log lines the writer refused
 	InProgress      C                       // requests for a file still being written (503, or bytes with no-store)
+	ClientLimited   C                       // requests answered 503: their client had -max-conns-per-ip in progress
 	CMCD            CMCDCounters[C]         // requests carrying CMCD
 	FileErrors      FileErrorCounters[C]    // requests whose file could not be opened or read (403 permission denied, 500)
 
@@ -46,6 +47,7 @@ type Counters[C any] struct {
 
 	Transport TransportCounters[C]
 	Auth      AuthCounters[C]
+	Access    AccessCounters[C]  // requests refused by the allow/deny rules and valid referers
 	Rewrite   RewriteCounters[C] // playlists and manifests answered to a query token (Auth.QueryRewrite)
 	Gzip      GzipCounters[C]    // text answers gzip-compressed, or not (Config.Gzip)
 	TLS       conn.TLSCounters[C]
@@ -64,12 +66,12 @@ func KindName(i int) string { return kind(i).String() }
 
 // Latency is the response-latency histogram by kind of file, for an
 // exporter to register (origin/admin).
-func (s *Server) Latency() prometheus.Collector { return s.latency }
+func (s *Server) Latency() prometheus.Collector { return s.rec.latency }
 
 // LogSuppressed returns, by kind, the log lines rate limiting has held
 // back (the events themselves are counted by their own Stats), for an
 // exporter: parse_error, bad_path, root_escape, fasthttp, emfile, auth,
-// access_log, in_progress, permission_denied.
+// access, access_log, in_progress, permission_denied, client_limit.
 func (s *Server) LogSuppressed() map[string]int64 {
 	var auth int64
 	if a := s.auth.Load(); a != nil {
@@ -80,8 +82,9 @@ func (s *Server) LogSuppressed() map[string]int64 {
 	return map[string]int64{
 		"parse_error": s.parseErrLog.Dropped(), "bad_path": s.badPathLog.Dropped(),
 		"root_escape": s.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.Dropped(),
-		"emfile": s.emfileLog.Dropped(), "auth": auth, "access_log": s.access.errLog.Dropped(),
+		"emfile": s.emfileLog.Dropped(), "auth": auth, "access": s.accessLogDropped(), "access_log": s.rec.access.errLog.Dropped(),
 		"in_progress": s.pub.logged.limit.Dropped(), "permission_denied": s.permLog.Dropped(),
+		"client_limit": s.perClient.dropped(),
 	}
 }
 
@@ -114,8 +117,8 @@ func statusIndex(code int) int {
 }
 
 // countResponse counts one finished response by its status code and class.
-func (s *Server) countResponse(code int) {
-	c := &s.stats
+func (r *recorder) countResponse(code int) {
+	c := r.st
 	c.ByStatus[statusIndex(code)].Add(1)
 	switch code / 100 {
 	case 2:
@@ -153,12 +156,12 @@ const errorKindLabel = "error"
 
 // record counts a finished response by the status it carries, and its
 // latency under its kind of file, or under "error" for a 4xx or 5xx.
-func (s *Server) record(ctx *fasthttp.RequestCtx, k kind, d time.Duration) {
+func (r *recorder) record(ctx *fasthttp.RequestCtx, k kind, d time.Duration) {
 	code := ctx.Response.StatusCode()
-	s.countResponse(code)
-	o := s.latencyBy[k]
+	r.countResponse(code)
+	o := r.latencyBy[k]
 	if code >= 400 {
-		o = s.latencyErr
+		o = r.latencyErr
 	}
 	o.Observe(d.Seconds())
 }
@@ -186,6 +189,7 @@ func serverMetrics(t *table, st *Stats, b BuildInfo, rootAvailable bool, suppres
 	t.one("ranges_ignored_total", "Range headers ignored as invalid or over -max-ranges.", st.RangesIgnored)
 	t.one("bad_paths_total", "Request paths refused with 400 (bad escape, control byte, climbing above the root).", st.BadPaths)
 	t.one("access_log_errors_total", "Access log lines the log writer refused.", st.AccessLogErrors)
+	t.one("client_limited_total", "Requests answered 503 because their client (as the trusted proxies name it) had -max-conns-per-ip requests in progress.", st.ClientLimited)
 	t.one("in_progress_total", "Requests for a file still being written (-settle): answered 503, or with -in-progress uncached its bytes with no-store.", st.InProgress)
 	t.byLabel(t.counter("log_suppressed_total", "Log lines held back by rate limiting, by kind (their events are still counted by their own metrics).", "kind"),
 		suppressed)

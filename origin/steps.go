@@ -103,7 +103,7 @@ func (s *Server) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	} else {
 		h, outcome, err = s.cache.AcquireOutcome(p.name.view())
 	}
-	if s.access.w != nil {
+	if s.rec.access.w != nil {
 		ctx.SetUserValue(userCacheOutcome, outcome)
 	}
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
 
 	"github.com/valyala/fasthttp"
 
@@ -34,16 +35,18 @@ type bodyStream struct {
 	total int64 // Content-Length: every byte WriteTo must send
 
 	// inline is the whole body in memory, for a file the cache inlined: a
-	// slice of h.Bytes, or the multipart body assembled in mbuf. tail is
-	// the socket whose next Write (fasthttp's header flush) carries it in
-	// the same writev; nil when WriteTo writes it into fasthttp's buffer.
+	// slice of h.Bytes, or the multipart body assembled in mbuf. WriteTo
+	// writes it into fasthttp's buffer behind the header.
 	inline []byte
-	tail   *conn.TCP
 	mbuf   []byte // multipart assembly buffer, kept with the pooled stream
 
 	sf   sendfileWriter // plain TCP and kTLS path (reused: no allocation per response)
 	cp   copyWriter     // userspace path
 	ktls bool           // sf serves a kTLS socket: count under KTLS
+
+	// The client's count against -max-conns-per-ip, given back by Close.
+	client netip.Addr
+	holds  bool
 
 	// For the access log and latency, recorded by Close.
 	ctx  *fasthttp.RequestCtx
@@ -61,6 +64,8 @@ func (s *Server) attachBody(ctx *fasthttp.RequestCtx, p *plan) {
 	bs := s.streamPool.Get().(*bodyStream)
 	bs.srv, bs.conn, bs.name, bs.h, bs.mp, bs.total = s, ctx.Conn(), h.Name, h, p.mp, total // h.Name: the caller's name is reused after route
 	bs.ctx, bs.kind, bs.sent, bs.via = ctx, p.kind, 0, ""
+	bs.client, bs.holds = p.client, p.holds
+	p.holds = false
 
 	bs.spans = append(bs.spans[:0], p.spans...)
 	if h.Bytes != nil {
@@ -68,28 +73,16 @@ func (s *Server) attachBody(ctx *fasthttp.RequestCtx, p *plan) {
 		return
 	}
 	ctx.Response.ImmediateHeaderFlush = true
-	if tc := conn.Socket(bs.conn); tc != nil && !s.cfg.DisableSendfile {
-		tc.CorkHeader()
-	}
 	ctx.Response.SetBodyStream(bs, int(total))
 }
 
-// attachInline prepares a body the cache holds in memory. On a socket we
-// write plaintext to (plain TCP, kTLS) the body rides on the header's own
-// write: fasthttp flushes the header (ImmediateHeaderFlush) and the
-// socket's Write sends header and body with one writev, so a small
-// response costs one send(2) and never shares a segment with nothing. On
-// userspace TLS, WriteTo puts the body into fasthttp's buffer after the
-// header, which fasthttp flushes once.
+// attachInline prepares a body the cache holds in memory: WriteTo puts it
+// into fasthttp's buffer after the header, which fasthttp flushes once.
 func (b *bodyStream) attachInline(ctx *fasthttp.RequestCtx, total int64) {
 	b.inline = b.h.Bytes[b.spans[0].Start : b.spans[0].Start+b.spans[0].Length]
 	if b.mp != nil {
 		b.mbuf = assembleMultipart(b.mbuf[:0], b.mp, b.h.Bytes)
 		b.inline = b.mbuf
-	}
-	if tc := conn.Plaintext(b.conn); tc != nil && tc.SetTail(b.inline, writeBufferSize) {
-		b.tail = tc
-		ctx.Response.ImmediateHeaderFlush = true
 	}
 	ctx.Response.SetBodyStream(b, int(total))
 }
@@ -109,22 +102,11 @@ func assembleMultipart(buf []byte, mp *ranges.Multipart, data []byte) []byte {
 // maxPooledMultipart bounds the assembly buffer a pooled stream keeps.
 const maxPooledMultipart = 256 << 10
 
-// writeInline finishes an inline body: on a tail socket the header's write
-// already carried it (or failed, and says how far it got); otherwise it is
-// written to fasthttp's writer w, behind the header.
+// writeInline writes an inline body to fasthttp's writer w, behind the
+// header.
 func (b *bodyStream) writeInline(w io.Writer) (int64, error) {
-	if b.tail == nil {
-		n, err := w.Write(b.inline)
-		return int64(n), err
-	}
-	sent, pending, err := b.tail.TakeTail()
-	if pending {
-		// The header went out without the body (no Write saw the tail):
-		// send the body on its own, still exactly Content-Length bytes.
-		n, err := b.conn.Write(b.inline)
-		return int64(n), err
-	}
-	return sent, err
+	n, err := w.Write(b.inline)
+	return int64(n), err
 }
 
 // SupportsBodyWriteTo tells fasthttp that WriteTo may replace Read.
@@ -259,17 +241,15 @@ func (s *Server) countBody(e bodyEnd) {
 // Close releases the file and returns the stream to its pool. fasthttp calls
 // it exactly once per response, whether or not the body was sent.
 func (b *bodyStream) Close() error {
-	if tc := conn.Socket(b.conn); tc != nil {
-		tc.UncorkHeader()
-	}
-	if b.tail != nil {
-		b.tail.TakeTail() // a tail no write consumed must not ride on the next response
-	}
 	b.h.Release()
+	if b.holds {
+		b.holds = false
+		b.srv.perClient.give(b.client)
+	}
 	s := b.srv
-	s.finish(b.ctx, b.kind, b.sent, b.via)
+	s.rec.finish(b.ctx, b.kind, b.sent, b.via)
 	b.srv, b.conn, b.name, b.h, b.mp, b.ctx = nil, nil, "", nil, nil, nil
-	b.inline, b.tail = nil, nil
+	b.inline = nil
 	if cap(b.mbuf) > maxPooledMultipart {
 		b.mbuf = nil
 	}
@@ -396,9 +376,3 @@ func transportMetrics(t *table, st *TransportStats) {
 	t.one("truncated_total", "Responses cut short because the file shrank while being sent.", st.Truncated)
 	t.one("aborted_total", "Responses cut short by the client or a write timeout.", st.Aborted)
 }
-
-// writeBufferSize is fasthttp's per-connection response buffer (its
-// default): headers, bodiless responses and small error bodies leave from
-// it in one write. Inline bodies do not pass through it (see writeTail),
-// so it need not hold them; isHeaderFlush relies on its size.
-const writeBufferSize = 4096

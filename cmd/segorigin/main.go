@@ -216,8 +216,8 @@ func (a *adminServer) stop() {
 
 // onSignals serves SIGHUP and SIGUSR1 (hup, registered by run before
 // anything is bound) until ctx is done. SIGHUP reloads what can change
-// without a restart: the TLS certificate and the auth key file (key
-// rotation); connections are not dropped, and a reload that fails leaves
+// without a restart: the TLS certificate, the auth key file (key
+// rotation) and the -access-file rules; connections are not dropped, and a reload that fails leaves
 // the previous settings in service. Both signals reopen the access log by
 // name, so that logrotate can move it away and signal (USR1 is nginx's
 // convention for this; HUP is what other tools send).
@@ -265,6 +265,23 @@ func reload(srv *origin.Server, opts *options, logger *slog.Logger) {
 		} else {
 			logger.Info("SIGHUP: auth settings reloaded")
 		}
+	}
+	if opts.accessFile != "" {
+		reloadAccess(srv, opts, logger)
+	}
+}
+
+// reloadAccess re-reads -access-file; one that cannot be read or parsed
+// leaves the rules in force.
+func reloadAccess(srv *origin.Server, opts *options, logger *slog.Logger) {
+	fresh := *opts
+	fresh.cfg.Access = ""
+	if err := fresh.loadAccess(); err != nil {
+		logger.Warn("SIGHUP: access rules not reloaded: the previous ones stay", "err", err)
+	} else if err := srv.ReloadAccess(fresh.cfg.Access); err != nil {
+		logger.Warn("SIGHUP: access rules not reloaded: the previous ones stay", "err", err)
+	} else {
+		logger.Info("SIGHUP: access rules reloaded", "file", opts.accessFile, "rules", srv.AccessRules())
 	}
 }
 

@@ -432,6 +432,29 @@ func TestDrainOnSIGTERM(t *testing.T) {
 	waitExit(t, p, 30*time.Second)
 }
 
+// keepAliveGetter opens one connection to addr and returns what GETs
+// target on it and reports the status; the connection closes with t.
+func keepAliveGetter(t *testing.T, addr, target string) func() int {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	br := bufio.NewReader(c)
+	return func() int {
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", target)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+}
+
 // TestSIGHUPRotatesKeys: a new key file takes effect on SIGHUP, on a
 // keep-alive connection opened before the reload, and `segorigin sign`
 // mints a path the server accepts.
@@ -457,22 +480,7 @@ func TestSIGHUPRotatesKeys(t *testing.T) {
 	if !strings.HasPrefix(path, "/t/") {
 		t.Fatalf("sign printed %q, want /t/<token>/vod/t1/", path)
 	}
-	c, err := net.Dial("tcp", p.Addr("http"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReader(c)
-	get := func() int {
-		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", path)
-		resp, err := http.ReadResponse(br, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	get := keepAliveGetter(t, p.Addr("http"), path)
 	if code := get(); code != 403 {
 		t.Fatalf("token of a key not yet in the file: %d, want 403", code)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"segorigin/internal/schema"
 	"segorigin/origin"
+	"segorigin/origin/access"
 	"segorigin/origin/accesslog"
 	"segorigin/origin/token"
 )
@@ -30,6 +31,7 @@ type options struct {
 
 	authKeyFile    string
 	secureLinkFile string
+	accessFile     string // read into cfg.Access at start and on SIGHUP
 }
 
 // defaultOptions holds the defaults of every flag: the Config's, and the
@@ -49,7 +51,7 @@ func defaultOptions() *options {
 // does not hold, with the rules across them; they share the titles of
 // Config's sections where they belong with them.
 func (o *options) sections() []schema.Section {
-	return []schema.Section{o.listenSection(), o.lifecycleSection(), o.logSection(), o.authSection()}
+	return []schema.Section{o.listenSection(), o.lifecycleSection(), o.logSection(), o.authSection(), o.accessSection()}
 }
 
 // allSections is every setting of the command line: the command's own,
@@ -152,6 +154,36 @@ func (o *options) authSection() schema.Section {
 			Usage: "use nginx secure_link tokens (?md5=&expires=) with the secret in this `file` instead",
 			Doc:   "use nginx secure_link tokens (`?md5=&expires=`) with the secret in this file instead; excludes `-auth-key-file`"},
 	}}
+}
+
+// accessSection: the file of allow/deny and valid_referers statements
+// (loadAccess, its check, reads it); -access itself is Config's.
+func (o *options) accessSection() schema.Section {
+	return schema.Section{Title: "Access by address and referer", Check: o.loadAccess, Settings: []schema.Setting{
+		{Name: "access-file", Ptr: &o.accessFile,
+			Usage: "read the -access statements (nginx allow/deny, valid_referers; # comments) from this `file`, re-read on SIGHUP",
+			Doc:   "the `-access` statements from this file (nginx syntax, `#` comments: a generated list of a CDN's ranges, say); re-read on SIGHUP, where a file that does not parse keeps the rules in force; excludes `-access`"},
+	}}
+}
+
+// loadAccess reads -access-file into cfg.Access and checks it, naming the
+// file; without it, -access stands.
+func (o *options) loadAccess() error {
+	if o.accessFile == "" {
+		return nil
+	}
+	if o.cfg.Access != "" {
+		return errors.New("-access and -access-file exclude each other")
+	}
+	b, err := os.ReadFile(o.accessFile)
+	if err != nil {
+		return fmt.Errorf("-access-file: %w", err)
+	}
+	if _, err := access.Parse(string(b)); err != nil {
+		return fmt.Errorf("-access-file %s: %w", o.accessFile, err)
+	}
+	o.cfg.Access = string(b)
+	return nil
 }
 
 // loadAuth reads the key file or secure_link secret named by the flags.

@@ -22,6 +22,10 @@ func TestSettingsRefusedAtStart(t *testing.T) {
 	bin := testproc.Build(t, "./cmd/segorigin")
 	root := t.TempDir()
 	keys := writeKeyFile(t)
+	badAccess := filepath.Join(t.TempDir(), "access.conf")
+	if err := os.WriteFile(badAccess, []byte("allow 10.0.0.0/8;\ndeny 10.0.0.0/33;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range []struct {
 		args []string
 		want string
@@ -38,6 +42,11 @@ func TestSettingsRefusedAtStart(t *testing.T) {
 		{[]string{"-cold-readers", "4", "-readahead-readers", "4"}, "readahead-readers: 4, want < cold-readers (4)"},
 		{[]string{"-mime", "cmfv=video/mp4"}, "the extension must start with '.'"},
 		{[]string{"-mime", ".x=video/mp4:forever"}, `kind "forever", want playlist, segment or other`},
+		{[]string{"-access", "allow 10.0.0.0/8; deny nonsense"}, `-access: access: invalid configuration: line 1: deny: invalid parameter "nonsense"`},
+		{[]string{"-access", "valid_referers none"}, `-access: access: invalid configuration: valid_referers: the "none" or "blocked" referers are specified without any valid referer`},
+		{[]string{"-access-file", badAccess}, "-access-file " + badAccess + `: access: invalid configuration: line 2: deny: invalid parameter "10.0.0.0/33"`},
+		{[]string{"-access-file", badAccess + ".missing"}, "-access-file: open " + badAccess + ".missing"},
+		{[]string{"-access-file", badAccess, "-access", "deny all"}, "-access and -access-file exclude each other"},
 	} {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

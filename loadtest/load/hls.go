@@ -91,13 +91,7 @@ func parsePlaylist(base *url.URL, body []byte) (mediaPlaylist, error) {
 		lastEnd   = map[string]int64{}
 		lastMap   string
 	)
-	resolve := func(ref string) (string, error) {
-		u, err := base.Parse(ref)
-		if err != nil {
-			return "", err
-		}
-		return u.String(), nil
-	}
+	resolve := func(ref string) (string, error) { return resolveRef(base, ref) }
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		switch {
@@ -117,13 +111,9 @@ func parsePlaylist(base *url.URL, body []byte) (mediaPlaylist, error) {
 			if err != nil {
 				return pl, err
 			}
-			s := step{url: u, n: -1, size: -1}
-			if br := attr(line, "BYTERANGE"); br != "" {
-				n, off, ok := parseByteRange(br)
-				if !ok || off < 0 {
-					return pl, fmt.Errorf("bad EXT-X-MAP BYTERANGE %q", br)
-				}
-				s.off, s.n = off, n
+			s, err := mapStep(u, attr(line, "BYTERANGE"))
+			if err != nil {
+				return pl, err
 			}
 			if key := fmt.Sprint(s.url, s.off, s.n); key != lastMap {
 				pl.segments = append(pl.segments, s)
@@ -165,6 +155,30 @@ func parsePlaylist(base *url.URL, body []byte) (mediaPlaylist, error) {
 		return pl, errors.New("playlist lists no renditions and no segments")
 	}
 	return pl, nil
+}
+
+// resolveRef is ref resolved against the playlist's URL.
+func resolveRef(base *url.URL, ref string) (string, error) {
+	u, err := base.Parse(ref)
+	if err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+// mapStep is the fetch of an EXT-X-MAP's init section at URL u, with its
+// BYTERANGE attribute br (empty: the whole resource; an offset is
+// required, RFC 8216 §4.4.4.5).
+func mapStep(u, br string) (step, error) {
+	s := step{url: u, n: -1, size: -1}
+	if br != "" {
+		n, off, ok := parseByteRange(br)
+		if !ok || off < 0 {
+			return s, fmt.Errorf("bad EXT-X-MAP BYTERANGE %q", br)
+		}
+		s.off, s.n = off, n
+	}
+	return s, nil
 }
 
 // parseByteRange parses "n[@o]"; o is -1 when absent.

@@ -22,12 +22,9 @@
 //     logged rate-limited). A trusted proxy's own connections are not
 //     limited per IP.
 //   - TCP (tcp.go, tcp_linux.go): every accepted TCP connection, with its
-//     RawConn kept, and the typed writes of the body paths: CorkHeader
-//     (the next Write, a response header, leaves with MSG_MORE so it shares
-//     a segment with the first body bytes), SetTail (a body in memory that
-//     the header's own write sends with it, in one writev), WriteMore, and
-//     Sendfile (a span
-//     of a file at an explicit offset: the fd's shared offset is never
+//     RawConn kept, and the typed writes of the body paths: WriteMore
+//     (MSG_MORE: more bytes follow at once, so a header shares a segment
+//     with the first body bytes) and Sendfile (a span of a file at an explicit offset: the fd's shared offset is never
 //     used; EAGAIN waits on Go's netpoller, which enforces the write
 //     deadline; a file that ends first is ErrTruncated, a file system
 //     that refuses sendfile ErrSendfileUnsupported). CopySpan (copy.go)

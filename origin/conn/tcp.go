@@ -8,9 +8,9 @@ import (
 )
 
 // TCP is every plain TCP connection a gate's listener accepts. It keeps
-// the *net.TCPConn reachable for sendfile (fasthttp's own MaxConnsPerIP
-// wrapper would hide it), remembers its RawConn (so the hot path does not
-// allocate one per response), and can give the next Write MSG_MORE so a
+// the *net.TCPConn reachable for sendfile, remembers its RawConn (so the
+// hot path does not allocate one per response), and writes with MSG_MORE
+// (WriteMore) so a
 // response header and the first body bytes leave in one TCP segment.
 //
 // All methods but Close run on the connection's serving goroutine.
@@ -27,22 +27,6 @@ type TCP struct {
 	proxyPending bool     // the first Read must take the PROXY header first
 	proxyErr     error    // the header was refused: every Read fails
 	remote       net.Addr // the client a PROXY header named; nil: the peer
-
-	// more: the next Write is a response header a file body follows; send
-	// it with MSG_MORE. Touched only by the connection's goroutine.
-	more bool
-
-	// tail: a response body in memory that the next Write, the header's
-	// flush, sends after its bytes in the same writev (SetTail); tailBuf
-	// is the size of the caller's buffered writer; tailSent and tailErr are
-	// that write's outcome for the body. Touched only by the connection's
-	// goroutine.
-	tail     []byte
-	tailBuf  int
-	tailSent int64
-	tailErr  error
-	vec      [2][]byte   // writeTail's buffers, kept here so net.Buffers does not allocate
-	bufs     net.Buffers // writeTail's cursor over vec
 
 	// Per-call state of the RawConn callbacks, kept here so the callbacks
 	// can be method values bound once at accept (no closure per call).
@@ -87,24 +71,8 @@ func (c *TCP) Close() error {
 	return err
 }
 
-// Plaintext returns the socket that carries c's response bytes as they
-// are written: c itself on plain TCP, the socket under an HTTPS
-// connection whose records the kernel seals (KernelTLS), nil on
-// userspace TLS (where the socket carries ciphertext) or for a connection
-// no gate accepted. A body in memory may ride on its header's write there
-// (SetTail).
-func Plaintext(c net.Conn) *TCP {
-	if t, ok := c.(*TCP); ok {
-		return t
-	}
-	return KernelTLS(c)
-}
-
 // Socket returns the TCP connection under c: c itself when it is one, the
-// socket under an HTTPS connection, or nil (not accepted by a gate). The
-// header-with-MSG_MORE mark (CorkHeader) goes there: an HTTPS header
-// record then shares a segment with the first body record, or, on kTLS, a
-// record with the first body bytes.
+// socket under an HTTPS connection, or nil (not accepted by a gate).
 func Socket(c net.Conn) *TCP {
 	switch t := c.(type) {
 	case *TCP:

@@ -3,7 +3,6 @@
 package conn
 
 import (
-	"bytes"
 	"errors"
 	"io"
 
@@ -16,97 +15,6 @@ const maxSendfileChunk = 1 << 30
 
 // SendfileAvailable: this platform has the sendfile body path.
 const SendfileAvailable = true
-
-// CorkHeader marks the connection so the header about to be flushed goes
-// out with MSG_MORE: the kernel then holds it until the body's first
-// bytes fill the segment, so header and body share a segment.
-func (c *TCP) CorkHeader() { c.more = true }
-
-// UncorkHeader clears a mark no write consumed (the response failed
-// before its header was written), so a later response's write does not
-// carry it.
-func (c *TCP) UncorkHeader() { c.more = false }
-
-// SetTail makes body ride on the next Write that flushes a response
-// header: that Write sends the header and body with one writev, so a small
-// response costs one send(2) (and leaves as one segment when it fits).
-// bufSize is the size of the caller's buffered writer (see isHeaderFlush).
-// TakeTail reports the outcome, and must be called once the response is
-// done whether or not a Write took the tail. It reports whether the tail
-// was set (false off Linux: the caller writes the body itself).
-func (c *TCP) SetTail(body []byte, bufSize int) bool {
-	c.tail, c.tailBuf = body, bufSize
-	c.tailSent, c.tailErr = 0, nil
-	return true
-}
-
-// TakeTail clears the tail and reports what the header's Write sent of
-// it; pending is true when no Write carried it (the caller must then send
-// the body itself, or end the connection).
-func (c *TCP) TakeTail() (sent int64, pending bool, err error) {
-	pending = c.tail != nil
-	sent, err = c.tailSent, c.tailErr
-	c.tail, c.tailSent, c.tailErr = nil, 0, nil
-	return sent, pending, err
-}
-
-// Write sends p; when marked by CorkHeader, with MSG_MORE; when a tail is
-// set and p is the header's flush, p and the tail with one writev. Writes
-// wait on Go's netpoller and honour the write deadline set on the
-// connection.
-func (c *TCP) Write(p []byte) (int, error) {
-	if c.tail != nil && isHeaderFlush(p, c.tailBuf) {
-		return c.writeTail(p)
-	}
-	if !c.more {
-		return c.TCPConn.Write(p)
-	}
-	c.more = false
-	n, err := c.WriteMore(p)
-	return int(n), err
-}
-
-// isHeaderFlush reports whether p, written while a tail is set, is the
-// flush of the caller's buffered writer (of bufSize bytes) after a
-// response header: the rest of its buffer, ending with the header's blank
-// line. Only that write may carry the body. The buffered writer also
-// writes while the header is being serialised, when earlier pipelined
-// responses left too little room:
-//
-//  1. Two pipelined 304s and part of our header fill the 4096-byte buffer.
-//  2. The writer flushes that full buffer: a Write of exactly 4096 bytes
-//     that ends in the middle of our header.
-//  3. If it carried the body, the body would sit inside the header.
-//
-// Such writes are always a full buffer (or, from an empty buffer, longer
-// than it), and the flush after the header is shorter than the buffer and
-// ends with the blank line, so both tests together pick the right one. If
-// no write qualifies, TakeTail says so and the caller sends the body on
-// its own after the header: two sends, still the right bytes.
-func isHeaderFlush(p []byte, bufSize int) bool {
-	return len(p) < bufSize && bytes.HasSuffix(p, headerEnd)
-}
-
-var headerEnd = []byte("\r\n\r\n")
-
-// writeTail sends p (the buffered header) and then the tail with one
-// writev through net.Buffers: poll.FD.Writev waits on the netpoller on
-// EAGAIN, honours the write deadline, and reuses its iovec array, so no
-// allocation. No MSG_MORE: nothing follows. It reports p's bytes to the
-// caller (the buffered writer); TakeTail reports the tail's.
-func (c *TCP) writeTail(p []byte) (int, error) {
-	c.vec[0], c.vec[1] = p, c.tail
-	c.tail = nil
-	c.more = false
-	c.bufs = c.vec[:]
-	n, err := c.bufs.WriteTo(c.TCPConn)
-	c.bufs, c.vec = nil, [2][]byte{}
-	c.tailSent, c.tailErr = max(n-int64(len(p)), 0), err
-	if n < int64(len(p)) {
-		return int(n), err
-	}
-	return len(p), err
-}
 
 // WriteMore sends all of p with MSG_MORE (more bytes follow at once).
 func (c *TCP) WriteMore(p []byte) (int64, error) {

@@ -65,11 +65,10 @@ func fileOf(t *testing.T, content []byte) *os.File {
 	return f
 }
 
-// TestCorkedHeaderThenSendfileSpans: a response as the sendfile body path
-// writes it (the header marked for MSG_MORE, a sendfile span, framing with
-// MSG_MORE, a second span, an unmarked trailer) arrives as exactly those
-// bytes, in order.
-func TestCorkedHeaderThenSendfileSpans(t *testing.T) {
+// TestHeaderThenSendfileSpans: a response as the sendfile body path writes
+// it (the header with MSG_MORE, a sendfile span, framing with MSG_MORE, a
+// second span, a plain trailer) arrives as exactly those bytes, in order.
+func TestHeaderThenSendfileSpans(t *testing.T) {
 	content := pattern(300_000)
 	f := fileOf(t, content)
 	c, client := tcpPair(t)
@@ -80,9 +79,8 @@ func TestCorkedHeaderThenSendfileSpans(t *testing.T) {
 
 	header := []byte("HTTP/1.1 206 Partial Content\r\nContent-Length: 250010\r\n\r\n")
 	framing, trailer := []byte("\r\n--b\r\n"), []byte("\r\n--b--\r\n")
-	c.CorkHeader()
-	if n, err := c.Write(header); err != nil || n != len(header) {
-		t.Fatalf("Write(header) = %d, %v", n, err)
+	if n, err := c.WriteMore(header); err != nil || n != int64(len(header)) {
+		t.Fatalf("WriteMore(header) = %d, %v", n, err)
 	}
 	if n, err := c.Sendfile(int(f.Fd()), 1000, 200_000); err != nil || n != 200_000 {
 		t.Fatalf("Sendfile(1000, 200000) = %d, %v", n, err)
@@ -122,22 +120,6 @@ func TestSendfileShortFile(t *testing.T) {
 	c.Close()
 	if b := <-got; !bytes.Equal(b, content[500:]) {
 		t.Fatalf("client read %d bytes, want the file's last 500; first difference at %d", len(b), firstDiff(b, content[500:]))
-	}
-}
-
-// TestUncorkHeader: a mark no write consumed is cleared, and the next
-// write goes out as a plain one, bytes unchanged.
-func TestUncorkHeader(t *testing.T) {
-	c, client := tcpPair(t)
-	got := readAll(client)
-	c.CorkHeader()
-	c.UncorkHeader()
-	if _, err := c.Write([]byte("plain")); err != nil {
-		t.Fatal(err)
-	}
-	c.Close()
-	if b := <-got; string(b) != "plain" {
-		t.Fatalf("client read %q, want %q", b, "plain")
 	}
 }
 

@@ -152,20 +152,26 @@ func (c *Conn) Draining() bool { return c.l.e.draining.Load() }
 // SetRemote replaces the peer address (the client a PROXY header named).
 func (c *Conn) SetRemote(a *net.TCPAddr) { c.remote = a }
 
-// net.Conn, for what asks a connection its addresses (fasthttp's
-// RequestCtx). Reading and writing go through the loop, never these.
-var _ net.Conn = (*Conn)(nil)
+// RemoteAddr is the peer, or the client its PROXY header named.
+func (c *Conn) RemoteAddr() net.Addr { return c.remote }
+
+// netView is a Conn as a net.Conn, for what asks a connection its
+// addresses (fasthttp's RequestCtx). Reading and writing go through the
+// loop, never these.
+type netView struct{ c *Conn }
+
+var _ net.Conn = netView{}
 
 var errNotStream = errors.New("loop: a Conn is read and written by its loop")
 
-func (c *Conn) Read([]byte) (int, error)         { return 0, errNotStream }
-func (c *Conn) Write([]byte) (int, error)        { return 0, errNotStream }
-func (c *Conn) Close() error                     { c.CloseAfter(); return nil }
-func (c *Conn) LocalAddr() net.Addr              { return c.local }
-func (c *Conn) RemoteAddr() net.Addr             { return c.remote }
-func (c *Conn) SetDeadline(time.Time) error      { return nil }
-func (c *Conn) SetReadDeadline(time.Time) error  { return nil }
-func (c *Conn) SetWriteDeadline(time.Time) error { return nil }
+func (v netView) Read([]byte) (int, error)         { return 0, errNotStream }
+func (v netView) Write([]byte) (int, error)        { return 0, errNotStream }
+func (v netView) Close() error                     { v.c.CloseAfter(); return nil }
+func (v netView) LocalAddr() net.Addr              { return v.c.local }
+func (v netView) RemoteAddr() net.Addr             { return v.c.remote }
+func (v netView) SetDeadline(time.Time) error      { return nil }
+func (v netView) SetReadDeadline(time.Time) error  { return nil }
+func (v netView) SetWriteDeadline(time.Time) error { return nil }
 
 // flush sends what the socket takes of c's response: one send per call
 // once the socket is full (a short send), then waits for EPOLLOUT.
@@ -426,4 +432,4 @@ func (c *Conn) State() any { return c.Value }
 func (c *Conn) SetState(v any) { c.Value = v }
 
 // NetConn is c as a net.Conn, for what asks a connection its addresses.
-func (c *Conn) NetConn() net.Conn { return c }
+func (c *Conn) NetConn() net.Conn { return netView{c} }

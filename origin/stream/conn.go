@@ -372,16 +372,6 @@ func (c *Conn) Closed() bool { return c.closed }
 // Draining reports whether c's server is shutting down.
 func (c *Conn) Draining() bool { return c.s.draining.Load() }
 
-// net.Conn, for what asks a connection its addresses (fasthttp's
-// RequestCtx). Reading and writing go through the transport, never these.
-func (c *Conn) Read([]byte) (int, error)         { return 0, errNotStream }
-func (c *Conn) Write([]byte) (int, error)        { return 0, errNotStream }
-func (c *Conn) Close() error                     { c.closeAfter = true; return nil }
-func (c *Conn) LocalAddr() net.Addr              { return c.nc.LocalAddr() }
-func (c *Conn) SetDeadline(time.Time) error      { return nil }
-func (c *Conn) SetReadDeadline(time.Time) error  { return nil }
-func (c *Conn) SetWriteDeadline(time.Time) error { return nil }
-
 // RemoteAddr is the peer, or the client its PROXY header named.
 func (c *Conn) RemoteAddr() net.Addr {
 	if c.remote != nil {
@@ -394,20 +384,34 @@ func (c *Conn) RemoteAddr() net.Addr {
 // answers ConnectionState, so the request knows it came over HTTPS.
 func (c *Conn) NetConn() net.Conn {
 	if _, ok := c.nc.(tlsStater); ok {
-		return tlsView{c}
+		return tlsView{netView{c}}
 	}
-	return c
+	return netView{c}
 }
+
+// netView is a Conn as a net.Conn, for what asks a connection its
+// addresses (fasthttp's RequestCtx). Reading and writing go through the
+// transport, never these.
+type netView struct{ c *Conn }
+
+func (v netView) Read([]byte) (int, error)         { return 0, errNotStream }
+func (v netView) Write([]byte) (int, error)        { return 0, errNotStream }
+func (v netView) Close() error                     { v.c.closeAfter = true; return nil }
+func (v netView) LocalAddr() net.Addr              { return v.c.nc.LocalAddr() }
+func (v netView) RemoteAddr() net.Addr             { return v.c.RemoteAddr() }
+func (v netView) SetDeadline(time.Time) error      { return nil }
+func (v netView) SetReadDeadline(time.Time) error  { return nil }
+func (v netView) SetWriteDeadline(time.Time) error { return nil }
 
 type tlsStater interface{ ConnectionState() tls.ConnectionState }
 
 // tlsView is a TLS Conn as fasthttp recognises one (its connTLSer).
-type tlsView struct{ *Conn }
+type tlsView struct{ netView }
 
 func (v tlsView) Handshake() error { return nil }
 
 func (v tlsView) ConnectionState() tls.ConnectionState {
-	return v.nc.(tlsStater).ConnectionState()
+	return v.c.nc.(tlsStater).ConnectionState()
 }
 
 // send writes r's parts in order.
