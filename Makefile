@@ -45,6 +45,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzBareLF$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg
 	$(GO) test -run='^$$' -fuzz='^FuzzRequestLineMajor$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg
 	$(GO) test -run='^$$' -fuzz='^FuzzScanChunked$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg
+	$(GO) test -run='^$$' -fuzz='^FuzzGzip$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/coding
 	$(GO) test -run='^$$' -fuzz='^FuzzScanChunkedFrom$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg
 	$(GO) test -run='^$$' -fuzz='^FuzzBareCR$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg
 	$(GO) test -run='^$$' -fuzz='^FuzzTidyTransferEncoding$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/httpmsg

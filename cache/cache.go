@@ -523,6 +523,7 @@ func (c *Cache) openFile(name string) (*Handle, error) {
 		c.stats.openFiles.Add(-1)
 		return nil, err
 	}
+	h.owner = c
 	c.inlineLoad(h)
 	return h, nil
 }

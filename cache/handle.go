@@ -46,6 +46,8 @@ type Handle struct {
 	openFiles *atomic.Int64 // the owning cache's count of open descriptors
 
 	content atomic.Pointer[Content] // the caller's validator of these bytes, once known (SetContent)
+	encoded atomic.Pointer[Encoded] // the caller's coding of these bytes, once made (SetEncoded)
+	owner   *Cache                  // the cache that opened it: the budget Encoded bytes count against
 
 	inlineBytes *atomic.Int64 // the owning cache's inline byte level, when Bytes != nil
 	inlineFiles *atomic.Int64 // the owning cache's inline file level, when Bytes != nil
@@ -162,6 +164,7 @@ func (h *Handle) close() {
 		h.inlineBytes.Add(-int64(len(h.Bytes)))
 		h.inlineFiles.Add(-1)
 	}
+	h.dropEncoded()
 }
 
 // sameFile reports whether fi, from stat of the path, still describes the

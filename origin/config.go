@@ -95,6 +95,24 @@ type Config struct {
 	// InlineBudget bounds the bytes of inlined files held at once; a file
 	// past it is served by sendfile instead.
 	InlineBudget int64
+
+	// Gzip sends text answers (a Content-Type GzipTypes lists) gzip-
+	// compressed to clients whose Accept-Encoding accepts it: GzipStatic
+	// sends a precompressed name.gz beside the file when it is not older
+	// than the file (nginx's gzip_static); GzipOn also compresses the
+	// file itself, once per version, keeping the result with its cache
+	// entry (within InlineBudget); GzipOff sends every file as it is.
+	// Never for media, a Range request or a file still being written.
+	Gzip GzipMode
+	// GzipTypes are the media types (no parameters) answered compressed
+	// (nginx's gzip_types).
+	GzipTypes []string
+	// GzipMinLength: files smaller than this are sent as they are (nginx's
+	// gzip_min_length).
+	GzipMinLength int64
+	// GzipMaxBytes: files larger than this are not compressed by the
+	// server (a name.gz beside them is still sent).
+	GzipMaxBytes int64
 	// NegativeTTL is how long a missing file is remembered; 0 remembers
 	// none (every request for a missing name looks again).
 	NegativeTTL time.Duration
@@ -165,6 +183,15 @@ type Config struct {
 	// over it is answered 503 with Retry-After, as nginx's limit_conn.
 	MaxConns      int
 	MaxConnsPerIP int
+	// LimitRate paces each response to this many bytes a second (0: no
+	// limit), once its first LimitRateAfter bytes have left at full speed
+	// (nginx's limit_rate and limit_rate_after, per connection): for
+	// viewers served directly, not a CDN. File bodies are paced by the
+	// transport's timers, a quantum (100 ms) at a time; a body from
+	// memory (up to InlineMax, a compressed playlist) leaves whole, its
+	// bytes counted. The write timeout counts from each quantum's start.
+	LimitRate      int64
+	LimitRateAfter int64
 
 	// ColdReaders is how many goroutines read bytes that are not in the
 	// page cache, the only place a request's read may wait for storage:
@@ -303,6 +330,10 @@ func DefaultConfig() Config {
 		CacheFiles:              4096,
 		InlineMax:               defaultInlineMax,
 		InlineBudget:            64 << 20,
+		Gzip:                    GzipOn,
+		GzipTypes:               DefaultGzipTypes(),
+		GzipMinLength:           defaultGzipMinLength,
+		GzipMaxBytes:            defaultGzipMaxBytes,
 		NegativeTTL:             time.Second,
 		NegativeCacheBytes:      1 << 20,
 		Watch:                   true,

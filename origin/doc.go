@@ -138,8 +138,9 @@
 // # What it never does
 //
 // It never lets a loop thread wait on storage, never lists directories,
-// never compresses (media is compressed
-// already and Range must address the stored bytes), never hijacks a
+// never compresses media or a Range request (media is compressed
+// already and Range must address the stored bytes: only text kinds are
+// gzipped, gzip.go, once per version of a file), never hijacks a
 // connection, never lets an error's text reach a client, and never uses
 // fasthttp's MaxConnsPerIP (its connection wrapper would hide the TCP
 // connection and lose sendfile); origin/conn's gate enforces connection

@@ -58,6 +58,7 @@ type plan struct {
 	content       *cache.Content
 	mt            mediaType
 	rangesIgnored bool
+	gzip          bool // h is the file's precompressed sibling (gzip.go)
 
 	// client is the address p counts against -max-conns-per-ip while
 	// holds (holdClient, releaseClient).

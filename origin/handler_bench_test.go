@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
@@ -63,9 +64,18 @@ func BenchmarkHandle(b *testing.B) {
 // and serialises the response header as an engine would; check, when
 // set, looks at each response.
 func benchGET(b *testing.B, s *Server, target string, check func(*fasthttp.Response) error) {
+	benchGETWith(b, s, target, nil, check)
+}
+
+// benchGETWith is benchGET with request header fields ("Name: value").
+func benchGETWith(b *testing.B, s *Server, target string, fields []string, check func(*fasthttp.Response) error) {
 	var req fasthttp.Request
 	req.SetRequestURI(target)
 	req.Header.SetHost("127.0.0.1:8080")
+	for _, f := range fields {
+		k, v, _ := strings.Cut(f, ": ")
+		req.Header.Set(k, v)
+	}
 	var ctx fasthttp.RequestCtx
 	ctx.Init(&req, nil, nil)
 	var hdr []byte

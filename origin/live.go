@@ -217,7 +217,7 @@ func (v *liveVersion) deltaFor(skip llhls.Skip) []byte {
 func (s *Server) serveDelta(ctx *fasthttp.RequestCtx, p *plan, body []byte) stepResult {
 	v := validators{etag: rewrittenETag(p.h.ETag, body)}
 	v.modTime, v.dateClamped = s.dates.lastModified(p.h.ModTime.Truncate(time.Second))
-	return s.serveMemory(ctx, p, v, body)
+	return s.serveMemory(ctx, p, v, body, false)
 }
 
 // liveCacheControl gives the answer to a blocking reload or delta update

@@ -93,6 +93,7 @@ func (s *Server) Metrics() ([]*Metric, []Series) {
 	fileErrorMetrics(t, &st.FileErrors)
 	accessMetrics(t, &st.Access)
 	rewriteMetrics(t, &st.Rewrite)
+	gzipMetrics(t, &st.Gzip)
 	tlsMetrics(t, &st.TLS)
 	contentMetrics(t, &st.Content)
 	cmcdMetrics(t, &st.CMCD)

@@ -65,7 +65,7 @@ func rewriteFormat(name string) func(dst, src []byte, t *rewrite.Target) ([]byte
 // counted); it suspends, having counted nothing, when the file must be
 // read and blocking is not allowed.
 func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	h, g, mt := p.h, p.g, p.mt
+	h, g := p.h, p.g
 	name := h.Name
 	a := s.auth.Load()
 	format := rewriteFormat(name)
@@ -107,25 +107,27 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		return stepNext
 	}
 	st.Rewritten.Add(1)
+	return s.serveMemory(ctx, p, validators{etag: rewrittenETag(h.ETag, out)}, out, false)
+}
+
+// serveMemory answers GET or HEAD of p's file with body, made from the
+// file's bytes in memory (rewritten for a token, a delta update, or
+// gzip-compressed when gzip is set), whose validators are v: 304 or 412 by the preconditions,
+// or 200 with the whole body. A Range header is ignored (RFC 9110 §14.2:
+// "A server MAY ignore the Range header field"): the body is made, not
+// stored, and players fetch playlists whole; no Accept-Ranges is sent
+// for it.
+func (s *Server) serveMemory(ctx *fasthttp.RequestCtx, p *plan, v validators, body []byte, gzip bool) stepResult {
+	h, g, mt := p.h, p.g, p.mt
 	if s.ra != nil && ctx.IsGet() {
 		s.ra.served(ctx, h.Name, mt.kind, h, ranges.Span{Start: 0, Length: h.Size}, true, g)
 	}
-	v := validators{etag: rewrittenETag(h.ETag, out)}
-	v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
-	return s.serveMemory(ctx, p, v, out)
-}
-
-// serveMemory answers with body, a version of p's file made in memory
-// (rewritten, or a delta update) whose validators are v: preconditions
-// are evaluated against v. A Range header is ignored (RFC 9110 §14.2: "A
-// server MAY ignore the Range header field"): the body is made per
-// request, and players fetch playlists whole. No Accept-Ranges is sent
-// for it.
-func (s *Server) serveMemory(ctx *fasthttp.RequestCtx, p *plan, v validators, body []byte) stepResult {
-	mt := p.mt
+	if v.modTime.IsZero() {
+		v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
+	}
 	switch evaluatePreconditions(&p.rh, v) {
 	case notModified:
-		s.resp.setValidators(ctx, mt.kind, v, p.g, false)
+		s.resp.setValidators(ctx, mt.kind, v, g, false)
 		s.liveCacheControl(ctx, p)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		s.stats.Kinds[mt.kind].Add(1)
@@ -134,10 +136,14 @@ func (s *Server) serveMemory(ctx *fasthttp.RequestCtx, p *plan, v validators, bo
 		s.resp.fail(ctx, errPrecondition)
 		return stepAnswered
 	}
-	s.resp.setValidators(ctx, mt.kind, v, p.g, false)
+	s.resp.setValidators(ctx, mt.kind, v, g, false)
 	s.liveCacheControl(ctx, p)
 	s.stats.Kinds[mt.kind].Add(1)
 	ctx.Response.Header.SetContentType(mt.contentType)
+	if gzip {
+		ctx.Response.Header.SetCanonical(hdrContentEncoding, valGzip)
+		s.stats.Gzip.Compressed.Add(1)
+	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	if ctx.IsHead() {
 		ctx.Response.Header.SetContentLength(len(body))

@@ -47,6 +47,8 @@ type Server struct {
 	planPool   sync.Pool // *plan
 	pathPool   sync.Pool // *pathBuf: the cache key of a request, see route
 
+	gz *gzipPolicy // gzip of text answers (gzip.go)
+
 	dates dateClamp // keeps Last-Modified at or before Date
 	rec   recorder  // counts, times and logs every finished response
 
@@ -116,6 +118,7 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 			s.watch.Reroot()
 		}
 	})
+	s.gz = newGzipPolicy(cfg, s.resp.types, &s.stats.Gzip)
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
 	s.live = newLiveWaits(cfg, func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) })

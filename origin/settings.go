@@ -20,7 +20,7 @@ import (
 func (c *Config) Sections() []schema.Section {
 	return []schema.Section{
 		c.tlsSection(), c.rootSection(), c.headerSection(), c.corsSection(),
-		c.cacheSection(), c.connSection(), c.proxySection(), c.accessSection(), c.coldSection(),
+		c.cacheSection(), c.gzipSection(), c.connSection(), c.proxySection(), c.accessSection(), c.coldSection(),
 		c.authSection(), c.logSection(),
 	}
 }
@@ -191,7 +191,7 @@ func (c *Config) cacheSection() schema.Section {
 			Doc:   "files of at most this many bytes are read into memory once, with their cache entry, and a GET of them leaves in one send with its header; 0 disables"},
 		{Name: "inline-budget", Ptr: &c.InlineBudget,
 			Usage: "most bytes of inlined files held at once; a file past it is sent by sendfile",
-			Doc:   "most bytes of inlined files held at once (64 MiB); a file past it is served by sendfile"},
+			Doc:   "most bytes of inlined files held at once (64 MiB), with the gzip encodings kept beside them (`-gzip on`); a file past it is served by sendfile"},
 		{Name: "negative-ttl", Ptr: &c.NegativeTTL,
 			Usage: "how long a missing file is remembered (0: not at all)",
 			Doc:   "how long a missing file is remembered; 0: not at all (every request for a missing name looks again)"},
@@ -227,6 +227,38 @@ func (c *Config) checkCache() error {
 	return errors.Join(errs...)
 }
 
+// gzipSection: compressed text answers.
+func (c *Config) gzipSection() schema.Section {
+	return schema.Section{Title: "Compression", Check: c.checkGzip, Settings: []schema.Setting{
+		{Name: "gzip", Ptr: (*string)(&c.Gzip),
+			Usage: "gzip text answers (-gzip-types) for clients that accept it: on (a precompressed name.gz, else compressed once per file version and kept with the cache entry), static (a name.gz only), off",
+			Doc:   "gzip of text answers (playlists, manifests, subtitles: `-gzip-types`) for clients whose `Accept-Encoding` accepts it: `on` sends a precompressed `name.gz` beside the file when it is not older than the file (nginx's `gzip_static`), otherwise the file compressed by the server once per version of the file and kept with its cache entry (within `-inline-budget`); `static` only the `name.gz`; `off` none. Never for media, a Range request or a file still being written; every answer of such a type says `Vary: Accept-Encoding`, and a compressed one has its own `ETag` (`-gz` inside the quotes). See [gzip](migrating-from-nginx.md#gzip)"},
+		{Name: "gzip-types", Ptr: &c.GzipTypes,
+			Usage: "comma-separated media types (no parameters) answered gzip-compressed",
+			Doc:   "media types, without parameters, answered compressed (nginx's `gzip_types`); `video/*`, `audio/*` (but `audio/mpegurl`) and `image/*` are refused"},
+		{Name: "gzip-min-length", Ptr: &c.GzipMinLength,
+			Usage: "files smaller than this many bytes are sent uncompressed",
+			Doc:   "files smaller than this are sent as they are (nginx's `gzip_min_length`): gzip's framing eats what it saves on a few hundred bytes"},
+		{Name: "gzip-max-bytes", Ptr: &c.GzipMaxBytes,
+			Usage: "files larger than this many bytes are not compressed by the server (a name.gz is still sent)",
+			Doc:   "the largest file the server compresses itself (a `name.gz` beside a larger one is still sent); bounds the memory and CPU of one compression"},
+	}}
+}
+
+// checkGzip: a known mode, types that are not media, limits not negative.
+func (c *Config) checkGzip() error {
+	var errs []error
+	switch c.Gzip {
+	case GzipOff, GzipStatic, GzipOn:
+	default:
+		errs = append(errs, fmt.Errorf("gzip: %q, want on, static or off", c.Gzip))
+	}
+	if c.GzipMinLength < 0 || c.GzipMaxBytes < 0 {
+		errs = append(errs, fmt.Errorf("gzip-min-length %d, gzip-max-bytes %d: want >= 0", c.GzipMinLength, c.GzipMaxBytes))
+	}
+	return errors.Join(append(errs, checkGzipTypes(c.GzipTypes))...)
+}
+
 // connSection: the engine, timeouts and connection limits.
 func (c *Config) connSection() schema.Section {
 	return schema.Section{Title: "Connections and limits", Check: c.checkConns, Settings: []schema.Setting{
@@ -257,6 +289,12 @@ func (c *Config) connSection() schema.Section {
 		{Name: "max-conns-per-ip", Ptr: &c.MaxConnsPerIP,
 			Usage: "most requests in progress at once per client address, as trusted proxies name it; 503 beyond (0: no limit)",
 			Doc:   "most requests in progress at once per client address (0: no limit), as nginx's `limit_conn` over `$binary_remote_addr`: the address is the client's as trusted proxies name it (X-Forwarded-For, Forwarded, PROXY); a request over the limit is read and answered 503 with Retry-After, the connection kept"},
+		{Name: "limit-rate", Ptr: &c.LimitRate,
+			Usage: "pace each response to this many bytes a second after -limit-rate-after (0: no limit)",
+			Doc:   "pace each response to this many bytes a second once its first `-limit-rate-after` bytes are sent (nginx's `limit_rate`; 0: no limit): for viewers served directly, never in front of a CDN; file bodies are paced by the transport's timers, 100 ms at a time, and a body from memory (a file up to `-inline-max`, a compressed playlist) leaves whole, its bytes counted; `-write-timeout` counts from each 100 ms step. Read at start"},
+		{Name: "limit-rate-after", Ptr: &c.LimitRateAfter,
+			Usage: "bytes of each response sent at full speed before -limit-rate applies",
+			Doc:   "bytes of each response (header included) sent at full speed before `-limit-rate` paces the rest (nginx's `limit_rate_after`): a player's first segment starts fast"},
 	}}
 }
 
@@ -283,6 +321,9 @@ func (c *Config) checkConns() error {
 		named{"read-timeout", c.ReadTimeout}, named{"write-timeout", c.WriteTimeout}, named{"idle-timeout", c.IdleTimeout}))
 	if c.MaxConns < 0 || c.MaxConnsPerIP < 0 || c.MaxRequestsPerConn < 0 {
 		errs = append(errs, errors.New("max-conns, max-conns-per-ip, max-requests-per-conn: want >= 0"))
+	}
+	if c.LimitRate < 0 || c.LimitRateAfter < 0 {
+		errs = append(errs, fmt.Errorf("limit-rate %d, limit-rate-after %d: want >= 0", c.LimitRate, c.LimitRateAfter))
 	}
 	return errors.Join(errs...)
 }

@@ -49,6 +49,7 @@ type Counters[C any] struct {
 	Auth      AuthCounters[C]
 	Access    AccessCounters[C]  // requests refused by the allow/deny rules and valid referers
 	Rewrite   RewriteCounters[C] // playlists and manifests answered to a query token (Auth.QueryRewrite)
+	Gzip      GzipCounters[C]    // text answers gzip-compressed, or not (Config.Gzip)
 	TLS       conn.TLSCounters[C]
 	Cold      ColdCounters[C]
 	ReadAhead ReadAheadCounters[C] // zero when read-ahead is off

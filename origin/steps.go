@@ -30,6 +30,7 @@ const (
 	stepLive                       // Low-Latency HLS delivery directives: answer, refuse, or wait (live.go)
 	stepContentTag                 // -etag content: the content validator, hashed if need be
 	stepRewrite                    // a playlist rewritten for a query token
+	stepGzip                       // the content coding: gzip of a text file for a client that accepts it (gzip.go)
 	stepConditions                 // RFC 9110 §13.2.2 preconditions
 	stepRange                      // Range and If-Range (RFC 9110 §14.2, §13.1.5)
 	stepCold                       // the first window of the body made resident
@@ -54,6 +55,7 @@ var fileSteps = [stepsDone]func(*Server, *fasthttp.RequestCtx, *plan) stepResult
 	stepLive:       (*Server).stepLive,
 	stepContentTag: (*Server).stepContentTag,
 	stepRewrite:    (*Server).stepRewrite,
+	stepGzip:       (*Server).stepGzip,
 	stepConditions: (*Server).stepConditions,
 	stepRange:      (*Server).stepRange,
 	stepCold:       (*Server).stepCold,
@@ -255,6 +257,7 @@ func (s *Server) stepRespond(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	s.stats.Kinds[mt.kind].Add(1)
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrAcceptRanges, valBytes)
+	s.gzipHeader(ctx, p)
 	var mp *ranges.Multipart
 	var total int64
 	spans := p.spans

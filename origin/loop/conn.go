@@ -179,7 +179,7 @@ func (c *Conn) flush() {
 	r := c.resp
 	l := c.l
 	if !r.Cursor.Started {
-		r.Cursor.Started = true
+		r.Cursor.Started, r.Cursor.Began = true, l.now
 		l.writing.push(c, l.now)
 	}
 	for r.Cursor.Part < len(r.Parts) {
@@ -190,8 +190,13 @@ func (c *Conn) flush() {
 		if p.Mem != nil {
 			n, want, err = c.sendMem(r)
 		} else {
+			budget := r.Allowance(l.now)
+			if budget <= 0 {
+				c.pace()
+				return
+			}
 			var wait bool
-			n, want, wait, err = c.sendFile(r, p)
+			n, want, wait, err = c.sendFile(r, p, budget)
 			if wait {
 				c.waitWritable(false)
 				return
@@ -247,11 +252,20 @@ func (c *Conn) sendMem(r *Response) (n, want int64, err error) {
 	return int64(m), want, err
 }
 
-// sendFile sends the next window of file part p. wait: its Ready hook
-// said not yet.
-func (c *Conn) sendFile(r *Response, p *Part) (n, want int64, wait bool, err error) {
+// pace waits, reading nothing and sending nothing, for the next quantum
+// of a paced response's allowance (Response.Rate): in the loop's paced
+// list, whose wait is PaceQuantum, so the loop's timers wake it and no
+// thread sleeps. The write timeout counts again from the wake-up.
+func (c *Conn) pace() {
+	c.l.paced.push(c, c.l.now)
+	c.setEvents(0)
+}
+
+// sendFile sends the next window of file part p, at most budget bytes.
+// wait: its Ready hook said not yet.
+func (c *Conn) sendFile(r *Response, p *Part, budget int64) (n, want int64, wait bool, err error) {
 	rem := p.Len - r.Cursor.Off
-	want = min(rem, c.l.e.cfg.Window)
+	want = min(rem, c.l.e.cfg.Window, budget)
 	if r.Ready != nil {
 		if r.Cursor.Off >= r.Cursor.ReadyUntil {
 			send, ok := r.Ready(p, p.Off+r.Cursor.Off, want)

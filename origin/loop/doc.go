@@ -16,12 +16,17 @@
 //   - Connections (Conn): the descriptor, a read buffer taken from the
 //     loop's pool only while a request is incomplete or being answered
 //     and given back when the connection goes idle, the response in
-//     flight, and the connection's place in one of three timeout lists.
+//     flight, and the connection's place in one of the timeout lists.
 //   - Timeouts: a connection waits for a request's bytes (ReadTimeout,
 //     from its first byte or from accept), for the next request
 //     (IdleTimeout), or for the peer to take a response (WriteTimeout,
 //     from the response's start). Each list holds connections in the
 //     order their wait began, so expiry looks only at list heads.
+//   - Pacing: a response with a rate (wire.Response.Rate, -limit-rate)
+//     that has sent its allowance waits in the paced list, reading and
+//     sending nothing, for wire.PaceQuantum; its expiry sends the next
+//     quantum's worth, under the write timeout again. The loop's timers
+//     pace it: no thread sleeps.
 //   - Closing: a connection closed after its last response, while its
 //     client may still be sending (the Handler said so, or bytes wait
 //     unread), lingers: its write side is shut and what arrives is read

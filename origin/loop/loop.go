@@ -15,6 +15,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"segorigin/origin/wire"
 )
 
 // loop is one event loop: an epoll instance, its thread's goroutine, and
@@ -33,6 +35,7 @@ type loop struct {
 
 	reading, idle, writing list // connections by what they wait for
 	lingering              list // closed by the server, dropping what still arrives
+	paced                  list // responses waiting for their next quantum (Response.Rate)
 
 	free    [][]byte // read buffers not in use (cap ReadBuffer)
 	copyBuf []byte   // sendfile fallback: one pread+send at a time on this thread
@@ -72,6 +75,7 @@ func newLoop(e *Engine, lfd int) (*loop, error) {
 	}
 	l.reading.timeout, l.idle.timeout, l.writing.timeout = e.cfg.ReadTimeout, e.cfg.IdleTimeout, e.cfg.WriteTimeout
 	l.lingering.timeout = lingerTimeout
+	l.paced.timeout = wire.PaceQuantum
 	if err := p.add(evfd, unix.EPOLLIN); err != nil {
 		l.closeFDs()
 		return nil, fmt.Errorf("loop: eventfd: %w", err)
@@ -274,7 +278,7 @@ func (l *loop) waitParked(events []unix.EpollEvent) (n int, err error) {
 // a millisecond), or -1 when none is pending.
 func (l *loop) nextDeadline() int64 {
 	next := int64(-1)
-	for _, ls := range [...]*list{&l.reading, &l.idle, &l.writing, &l.lingering} {
+	for _, ls := range [...]*list{&l.reading, &l.idle, &l.writing, &l.lingering, &l.paced} {
 		if d, ok := ls.nextDeadline(); ok && (next < 0 || d < next) {
 			next = d
 		}
@@ -307,6 +311,15 @@ func (l *loop) waitMillis() int {
 func (l *loop) expire() {
 	for c := l.lingering.head; c != nil && l.lingering.expired(c, l.now); c = l.lingering.head {
 		l.close(c) // the client kept sending: enough
+	}
+	for c := l.paced.head; c != nil && l.paced.expired(c, l.now); c = l.paced.head {
+		// The next quantum of a paced response: it goes on, under the
+		// write timeout again.
+		l.writing.push(c, l.now)
+		c.flush()
+		if !c.closed && c.resp == nil {
+			l.process(c)
+		}
 	}
 	for _, ls := range [...]*list{&l.reading, &l.idle, &l.writing} {
 		for c := ls.head; c != nil && ls.expired(c, l.now); c = ls.head {

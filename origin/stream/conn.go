@@ -231,6 +231,7 @@ func (c *Conn) flush() {
 		deadline = time.Now().Add(wt)
 	}
 	c.nc.SetWriteDeadline(deadline)
+	r.Cursor.Began = time.Now().UnixNano()
 	err := c.send(r)
 	closeConn := r.Close // r is the Handler's again once Done runs
 	if r.Done != nil {
@@ -484,7 +485,7 @@ func (c *Conn) sendMem(r *wire.Response, parts []wire.Part, sock *conn.TCP, more
 // kernel).
 func (c *Conn) sendFile(r *wire.Response, p *wire.Part, sock *conn.TCP, kernelTLS bool) error {
 	for off := int64(0); off < p.Len; {
-		want := min(p.Len-off, c.s.cfg.Window)
+		want := min(p.Len-off, c.s.cfg.Window, c.pace(r))
 		if r.Ready != nil {
 			send, ok := r.Ready(p, p.Off+off, want)
 			for !ok {
@@ -521,6 +522,28 @@ func (c *Conn) sendFile(r *wire.Response, p *wire.Part, sock *conn.TCP, kernelTL
 		}
 	}
 	return nil
+}
+
+// pace is how much of a paced response (Response.Rate) may be sent now,
+// after waiting on the connection's goroutine, a quantum at a time, for
+// its allowance (a timer wait between quanta, not a sleep per write);
+// the write timeout counts again from the wait's end. Without a rate,
+// no limit.
+func (c *Conn) pace(r *wire.Response) int64 {
+	if r.Rate <= 0 {
+		return r.Allowance(0)
+	}
+	for {
+		if n := r.Allowance(time.Now().UnixNano()); n > 0 {
+			return n
+		}
+		// Bounded: a connection closed meanwhile (the drain) fails its
+		// next write, a quantum later at most.
+		time.Sleep(wire.PaceQuantum)
+		if wt := c.s.cfg.WriteTimeout; wt > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(wt))
+		}
+	}
 }
 
 // copySpan sends n bytes of fd from off by pread and write.

@@ -15,6 +15,9 @@
 //     before each window of a file span, the lingering close after a
 //     refusal (write side shut, then read and drop for up to 5 s), and the
 //     drain.
+//   - Pacing a response with a rate (wire.Response.Rate, -limit-rate): the
+//     connection's goroutine waits a wire.PaceQuantum between file windows
+//     once the allowance is spent, never a sleep per write.
 //
 // # What it never does
 //

@@ -3,5 +3,6 @@
 // back about how it went. Every transport (the event loops, the stream
 // transport of a goroutine per connection) sends the same Response.
 //
-// It owns the types only: no I/O, no HTTP, no sockets.
+// It owns the types only, and the arithmetic of pacing a response
+// (Allowance): no I/O, no HTTP, no sockets, no clock reads.
 package wire

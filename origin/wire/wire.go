@@ -15,6 +15,12 @@ type Response struct {
 	Ready func(p *Part, off, n int64) (send int64, ok bool)
 	// NoSendfile sends file spans by pread and write (-disable-sendfile).
 	NoSendfile bool
+	// Rate, when more than 0, paces the response to Rate bytes a second
+	// once its first RateAfter bytes are sent (nginx's limit_rate and
+	// limit_rate_after; see Allowance): file spans leave no faster than
+	// that; memory parts (a header, a body from memory) leave whole, and
+	// their bytes count.
+	Rate, RateAfter int64
 	// Done is called once, on the connection's thread of control, when
 	// the response has been handed to the kernel (err nil) or has failed
 	// (err set; the connection then closes). sent counts the bytes sent.
@@ -35,6 +41,7 @@ type Cursor struct {
 	ReadyUntil int64 // how far into the part Ready has allowed sending
 	Sent       int64 // bytes sent in all
 	Started    bool  // the write timeout runs
+	Began      int64 // when sending began (Unix ns): where pacing counts from
 }
 
 // Part is a span of memory (Mem) or, when Mem is nil, Len bytes of the
