@@ -31,23 +31,14 @@ func TestDebPackage(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skipf("packages the linux/%s binary; this is %s", runtime.GOARCH, runtime.GOOS)
 	}
-	mk := testreq.Tool(t, "make", "the Debian package make")
 	dpkgDeb := testreq.Tool(t, "dpkg-deb", "the Debian package dpkg")
 	lintian := testreq.Tool(t, "lintian", "the Debian package lintian, which .ci/deps installs")
 
 	const version, commit = "v1.2.3-test", "0123456789abcdef0123456789abcdef01234567"
 	const debVersion = "1.2.3+test"
-	dist := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, mk, "-C", "..", "DIST="+dist, "VERSION="+version, "COMMIT="+commit, "deb").CombinedOutput()
-	if err != nil {
-		t.Fatalf("make deb: %v\n%s", err, out)
-	}
-	deb := filepath.Join(dist, "segorigin_"+debVersion+"_"+runtime.GOARCH+".deb")
-	if _, err := os.Stat(deb); err != nil {
-		t.Fatalf("make deb did not write %s: %v\n%s", deb, err, out)
-	}
+	deb := makeDeb(t, version, commit, debVersion)
 
 	t.Run("contents", func(t *testing.T) { checkDebContents(t, run(t, dpkgDeb, "-c", deb)) })
 	t.Run("control", func(t *testing.T) {
@@ -65,10 +56,12 @@ func TestDebPackage(t *testing.T) {
 				t.Errorf("control has no %s", name)
 			}
 		}
-		if got := run(t, dpkgDeb, "-f", deb, "Depends"); strings.TrimSpace(got) != "" {
-			t.Errorf("Depends %q: the static binary needs none", got)
+		// The static binary needs nothing; its maintainer scripts need
+		// systemd-sysusers and systemd-tmpfiles, the unit's reload kill.
+		if got, want := strings.TrimSpace(run(t, dpkgDeb, "-f", deb, "Depends")), "systemd, procps"; got != want {
+			t.Errorf("Depends %q, want %q", got, want)
 		}
-		if got, want := run(t, dpkgDeb, "-I", deb, "conffiles"), "/etc/default/segorigin\n"; got != want {
+		if got, want := run(t, dpkgDeb, "-I", deb, "conffiles"), "/etc/default/segorigin\n/etc/logrotate.d/segorigin\n"; got != want {
 			t.Errorf("conffiles = %q, want %q", got, want)
 		}
 	})
@@ -98,6 +91,25 @@ func TestDebPackage(t *testing.T) {
 	})
 }
 
+// makeDeb builds the package as `make deb` does, with the given VERSION and
+// COMMIT, in a temporary directory, and returns its path.
+func makeDeb(t *testing.T, version, commit, debVersion string) string {
+	t.Helper()
+	mk := testreq.Tool(t, "make", "the Debian package make")
+	dist := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, mk, "-C", "..", "DIST="+dist, "VERSION="+version, "COMMIT="+commit, "deb").CombinedOutput()
+	if err != nil {
+		t.Fatalf("make deb: %v\n%s", err, out)
+	}
+	deb := filepath.Join(dist, "segorigin_"+debVersion+"_"+runtime.GOARCH+".deb")
+	if _, err := os.Stat(deb); err != nil {
+		t.Fatalf("make deb did not write %s: %v\n%s", deb, err, out)
+	}
+	return deb
+}
+
 // debEntry is one line of `dpkg-deb -c`: mode, owner and path.
 type debEntry struct{ mode, owner string }
 
@@ -113,17 +125,24 @@ func checkDebContents(t *testing.T, listing string) {
 		entries[strings.TrimPrefix(f[5], ".")] = debEntry{mode: f[0], owner: f[1]}
 	}
 	want := map[string]string{
-		"/usr/bin/segorigin":                        "-rwxr-xr-x",
-		"/usr/lib/systemd/system/segorigin.service": "-rw-r--r--",
-		"/etc/default/segorigin":                    "-rw-r--r--",
-		"/usr/lib/modules-load.d/segorigin.conf":    "-rw-r--r--",
-		"/usr/share/man/man1/segorigin.1.gz":        "-rw-r--r--",
-		"/usr/share/doc/segorigin/copyright":        "-rw-r--r--",
-		"/usr/share/doc/segorigin/changelog.gz":     "-rw-r--r--",
-		"/usr/share/doc/segorigin/CHANGELOG.md.gz":  "-rw-r--r--",
-		"/usr/share/doc/segorigin/README.md":        "-rw-r--r--",
-		"/usr/share/lintian/overrides/segorigin":    "-rw-r--r--",
-		"/":                                         "drwxr-xr-x",
+		"/usr/bin/segorigin":                                "-rwxr-xr-x",
+		"/usr/lib/systemd/system/segorigin.service":         "-rw-r--r--",
+		"/etc/default/segorigin":                            "-rw-r--r--",
+		"/usr/lib/modules-load.d/segorigin.conf":            "-rw-r--r--",
+		"/usr/share/man/man1/segorigin.1.gz":                "-rw-r--r--",
+		"/usr/share/doc/segorigin/copyright":                "-rw-r--r--",
+		"/usr/share/doc/segorigin/changelog.gz":             "-rw-r--r--",
+		"/usr/share/doc/segorigin/CHANGELOG.md.gz":          "-rw-r--r--",
+		"/usr/share/doc/segorigin/README.md":                "-rw-r--r--",
+		"/usr/share/lintian/overrides/segorigin":            "-rw-r--r--",
+		"/usr/lib/sysusers.d/segorigin.conf":                "-rw-r--r--",
+		"/usr/lib/tmpfiles.d/segorigin.conf":                "-rw-r--r--",
+		"/etc/logrotate.d/segorigin":                        "-rw-r--r--",
+		"/usr/share/segorigin/prometheus/alerts.yml":        "-rw-r--r--",
+		"/usr/share/segorigin/grafana/segorigin.json":       "-rw-r--r--",
+		"/usr/share/doc/segorigin/examples/secure-link.env": "-rw-r--r--",
+		"/usr/share/doc/segorigin/examples/https.env":       "-rw-r--r--",
+		"/": "drwxr-xr-x",
 	}
 	for path, mode := range want {
 		e, ok := entries[path]
@@ -138,7 +157,9 @@ func checkDebContents(t *testing.T, listing string) {
 	// its own), and those whose files it may add.
 	dirs := "/ /etc/ /etc/default/ /usr/ /usr/bin/ /usr/lib/ /usr/lib/systemd/ /usr/lib/systemd/system/ " +
 		"/usr/lib/modules-load.d/ /usr/share/ /usr/share/man/ /usr/share/man/man1/ /usr/share/doc/ " +
-		"/usr/share/doc/segorigin/ /usr/share/doc/segorigin/docs/ /usr/share/lintian/ /usr/share/lintian/overrides/"
+		"/usr/share/doc/segorigin/ /usr/share/doc/segorigin/docs/ /usr/share/doc/segorigin/examples/ " +
+		"/usr/share/lintian/ /usr/share/lintian/overrides/ /usr/lib/sysusers.d/ /usr/lib/tmpfiles.d/ " +
+		"/etc/logrotate.d/ /usr/share/segorigin/ /usr/share/segorigin/prometheus/ /usr/share/segorigin/grafana/"
 	allowed := func(path string) bool {
 		if strings.HasSuffix(path, "/") {
 			return slices.Contains(strings.Fields(dirs), path)
@@ -177,6 +198,17 @@ func checkDebFiles(t *testing.T, root string) {
 	if got, want := readFile(t, filepath.Join(root, "etc/default/segorigin")), readFile(t, "segorigin.env"); got != want {
 		t.Errorf("/etc/default/segorigin differs from deploy/segorigin.env")
 	}
+	for installed, source := range map[string]string{
+		"etc/logrotate.d/segorigin":                        "debian/logrotate",
+		"usr/share/segorigin/prometheus/alerts.yml":        "prometheus/alerts.yml",
+		"usr/share/segorigin/grafana/segorigin.json":       "grafana/segorigin.json",
+		"usr/share/doc/segorigin/examples/secure-link.env": "examples/secure-link.env",
+	} {
+		if readFile(t, filepath.Join(root, installed)) != readFile(t, source) {
+			t.Errorf("/%s differs from deploy/%s", installed, source)
+		}
+	}
+	checkDocLinks(t, filepath.Join(root, "usr/share/doc/segorigin"))
 	var modules []string
 	for _, line := range strings.Split(readFile(t, filepath.Join(root, "usr/lib/modules-load.d/segorigin.conf")), "\n") {
 		if l := strings.TrimSpace(line); l != "" && !strings.HasPrefix(l, "#") && !strings.HasPrefix(l, ";") {
@@ -185,6 +217,27 @@ func checkDebFiles(t *testing.T, root string) {
 	}
 	if len(modules) != 1 || modules[0] != "tls" {
 		t.Errorf("modules-load.d/segorigin.conf loads %q, want [tls]", modules)
+	}
+}
+
+// checkDocLinks: every relative link of the installed README and docs
+// names a file the package holds (the source tree's other files are not
+// installed: build-deb.sh turns links to them into text).
+func checkDocLinks(t *testing.T, doc string) {
+	pages, _ := filepath.Glob(filepath.Join(doc, "docs/*.md"))
+	pages = append(pages, filepath.Join(doc, "README.md"))
+	linkRE := regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`)
+	links := 0
+	for _, page := range pages {
+		for _, m := range linkRE.FindAllStringSubmatch(readFile(t, page), -1) {
+			links++
+			if _, err := os.Stat(filepath.Join(filepath.Dir(page), m[1])); err != nil {
+				t.Errorf("installed %s links to %s, which the package does not hold", strings.TrimPrefix(page, doc+"/"), m[1])
+			}
+		}
+	}
+	if links < 20 {
+		t.Errorf("found %d relative links in the installed docs, want the 20 and more they have", links)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,16 +16,12 @@ import (
 	"segorigin/internal/testproc"
 )
 
-// TestEnvironmentFile: every SEGORIGIN_* line of segorigin.env, the
-// commented examples included, names a flag and has a value it takes (the
-// binary refuses either mistake at start, and -version stops it there),
-// and none sets a flag the unit's ExecStart= gives: the command line would
-// win, and the line would do nothing.
+// TestEnvironmentFile: every SEGORIGIN_* line of segorigin.env and of the
+// examples/*.env variants, the commented examples included, names a flag
+// and has a value it takes (the binary refuses either mistake at start, and
+// -version stops it there), and none sets a flag the unit's ExecStart=
+// gives: the command line would win, and the line would do nothing.
 func TestEnvironmentFile(t *testing.T) {
-	b, err := os.ReadFile("segorigin.env")
-	if err != nil {
-		t.Fatal(err)
-	}
 	unit, err := os.ReadFile("segorigin.service")
 	if err != nil {
 		t.Fatal(err)
@@ -36,6 +33,29 @@ func TestEnvironmentFile(t *testing.T) {
 			execFlags[schema.EnvName(name)] = true
 		}
 	}
+	examples, err := filepath.Glob("examples/*.env")
+	if err != nil || len(examples) < 2 {
+		t.Fatalf("examples/*.env: %v %v, want the secure_link and HTTPS variants", examples, err)
+	}
+	for _, path := range append([]string{"segorigin.env"}, examples...) {
+		t.Run(path, func(t *testing.T) {
+			env := envLines(t, path, execFlags)
+			if path == "segorigin.env" && len(env) < 10 {
+				t.Fatalf("segorigin.env has %d SEGORIGIN_* lines, want the 10 and more it had", len(env))
+			}
+			runVersion(t, nil, env)
+		})
+	}
+}
+
+// envLines is every SEGORIGIN_* assignment of an environment file,
+// commented or not; one that sets a flag of execFlags fails t.
+func envLines(t *testing.T, path string, execFlags map[string]bool) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var env []string
 	for _, line := range strings.Split(string(b), "\n") {
 		line = strings.TrimPrefix(line, "#")
@@ -44,14 +64,11 @@ func TestEnvironmentFile(t *testing.T) {
 			continue
 		}
 		if execFlags[name] {
-			t.Errorf("segorigin.env sets %s, which the unit's ExecStart= overrides", name)
+			t.Errorf("%s sets %s, which the unit's ExecStart= overrides", path, name)
 		}
 		env = append(env, line)
 	}
-	if len(env) < 10 {
-		t.Fatalf("segorigin.env has %d SEGORIGIN_* lines, want the 10 and more it had", len(env))
-	}
-	runVersion(t, nil, env)
+	return env
 }
 
 // TestKubernetesManifests: the Deployment's flags and variables are the

@@ -243,3 +243,57 @@ func labelValues(samples []map[string]string, label string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestMonitoringJobSelector: no rule or dashboard query names a scrape
+// job (under annotation discovery every pod's job is kubernetes-pods, and
+// a query for job="segorigin" finds nothing); the dashboard has a job
+// variable, its instance variable lists the chosen jobs' segorigin
+// targets, and every panel query selects both. alerts_test.yml runs the
+// rules on series of job kubernetes-pods, beside another pod's.
+func TestMonitoringJobSelector(t *testing.T) {
+	jobRE := regexp.MustCompile(`\bjob\s*(=~|!=|!~|=)\s*"([^"]*)"`)
+	exprs := append(ruleExprs(t, "prometheus/alerts.yml"), dashboardExprs(t, "grafana/segorigin.json")...)
+	for _, e := range exprs {
+		for _, m := range jobRE.FindAllStringSubmatch(e.expr, -1) {
+			if m[1] != "=~" || m[2] != "$job" {
+				t.Errorf("%s: %s selects job%s%q; only the dashboard's $job may choose the job", e.file, e.expr, m[1], m[2])
+			}
+		}
+	}
+	var dash struct {
+		Templating struct {
+			List []struct{ Name, Definition, AllValue string }
+		}
+	}
+	if err := json.Unmarshal([]byte(readFile(t, "grafana/segorigin.json")), &dash); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{}
+	for _, v := range dash.Templating.List {
+		vars[v.Name] = v.Definition
+		if v.AllValue == ".*" {
+			t.Errorf("dashboard variable %s: All is .*, which takes every target of the job (up, process_*), not only segorigin's", v.Name)
+		}
+	}
+	if got, want := vars["job"], "label_values(segorigin_build_info, job)"; got != want {
+		t.Errorf("dashboard variable job = %q, want %q", got, want)
+	}
+	if got, want := vars["instance"], `label_values(segorigin_build_info{job=~"$job"}, instance)`; got != want {
+		t.Errorf("dashboard variable instance = %q, want %q", got, want)
+	}
+	selectorRE := regexp.MustCompile(`\b[a-z_]+\{[^}]*\}`)
+	for _, e := range dashboardExprs(t, "grafana/segorigin.json") {
+		if strings.HasPrefix(e.expr, "label_values(") {
+			continue
+		}
+		sels := selectorRE.FindAllString(e.expr, -1)
+		if len(sels) == 0 {
+			t.Errorf("dashboard query %s selects no series by $job and $instance", e.expr)
+		}
+		for _, sel := range sels {
+			if !strings.Contains(sel, `job=~"$job"`) || !strings.Contains(sel, `instance=~"$instance"`) {
+				t.Errorf("dashboard query %s: %s does not select job=~\"$job\" and instance=~\"$instance\"", e.expr, sel)
+			}
+		}
+	}
+}

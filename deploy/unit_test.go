@@ -15,8 +15,10 @@ import (
 
 // TestSystemdUnit: segorigin.service passes `systemd-analyze verify` with no
 // complaint at all (verify exits 0 even for an unknown key or a bad value,
-// and only says so), and is a Type=notify unit whose private files reach
-// the dynamic user by LoadCredential= and whose logs have a LogsDirectory=.
+// and only says so), and is a Type=notify unit run as the package's system
+// user, which reads its private files itself (no LoadCredential=: a copy
+// made at start that a reload never sees, and a start that fails when a
+// file is missing) and writes its log only under /var/log/segorigin.
 // The binary is the one built from this tree, put where ExecStart names it
 // in a copy of the unit: verify checks that ExecStart is executable.
 func TestSystemdUnit(t *testing.T) {
@@ -24,9 +26,14 @@ func TestSystemdUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"\nType=notify\n", "\nDynamicUser=yes\n", "\nLoadCredential=tls.key:", "\nLoadCredential=auth-keys:", "\nLogsDirectory=segorigin\n", "-shutdown-delay"} {
+	for _, want := range []string{"\nType=notify\n", "\nUser=segorigin\n", "\nReadWritePaths=-/var/log/segorigin\n", "\nUMask=0027\n", "-shutdown-delay"} {
 		if !strings.Contains(string(unit), want) {
 			t.Errorf("segorigin.service lacks %q", strings.TrimSpace(want))
+		}
+	}
+	for _, unwanted := range []string{"\nLoadCredential=", "\nDynamicUser=yes", "\nReadOnlyPaths=", " -root ", " -tls-listen "} {
+		if strings.Contains(string(unit), unwanted) {
+			t.Errorf("segorigin.service has %q", strings.TrimSpace(unwanted))
 		}
 	}
 	analyze := testreq.Tool(t, "systemd-analyze", "the Debian package systemd, which .ci/deps installs")

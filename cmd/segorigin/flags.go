@@ -60,7 +60,9 @@ that names no flag is an error.
 Signals: SIGTERM or SIGINT: /readyz answers 503, serving goes on for
 -shutdown-delay, then the listeners close and responses in flight get
 -drain-timeout to finish (a second signal cuts the delay short). SIGHUP
-reloads the TLS certificate, the auth keys and -access-file.
+reloads the TLS certificate, the auth keys and -access-file, and reopens
+the -access-log file. SIGUSR1 only reopens the -access-log file (after
+logrotate moved it).
 
 Flags:
 `)

@@ -157,7 +157,8 @@ func listen(opts *options, logger *slog.Logger) ([]net.Listener, error) {
 			closeAll(listeners)
 			return nil, fmt.Errorf("listen %s: %w", l.addr, err)
 		}
-		logger.Info("listening", "proto", l.proto, "addr", ln.Addr().String(), "root", opts.cfg.Root, "pid", os.Getpid())
+		logger.Info("listening", "proto", l.proto, "addr", ln.Addr().String(), "url", playURL(l.proto, ln.Addr()),
+			"root", opts.cfg.Root, "pid", os.Getpid())
 		if l.proto == "https" {
 			ln = origin.TLSListener(ln)
 		}

@@ -19,9 +19,12 @@ func page(server, sign manpage.Usage, version, date string) manpage.Page {
 		"segorigin serves a directory of HLS playlists, DASH manifests and media segments to players and CDNs, " +
 			"with RFC 9110 Range and conditional requests, from a cache of open files invalidated by file system events. " +
 			"Bodies leave by sendfile(2); on HTTPS the kernel's TLS (kTLS) keeps them on sendfile.",
-		"With no flags it serves the bundled fixtures on 127.0.0.1:8080. On start it logs one line per listener " +
-			"with the address it bound, and one \"body paths\" line saying whether sendfile and kTLS are in use, " +
-			"and why not.",
+		"The default -root, fixtures/media, is relative to the working directory: run with no flags from a " +
+			"checkout of the source, it serves the bundled fixtures on 127.0.0.1:8080; anywhere else (the installed " +
+			"binary) it exits with status 2 and says the root does not exist: give -root (or SEGORIGIN_ROOT). " +
+			"On start it logs one line per listener with the address it bound and the URL to play from " +
+			"(\"url\": a playlist at <root>/hls/master.m3u8 plays at <url>hls/master.m3u8), and one " +
+			"\"body paths\" line saying whether sendfile and kTLS are in use, and why not.",
 	}})
 	p.Sections = append(p.Sections, manpage.Section{Title: "OPTIONS", Flags: server.Flags})
 	var env, signals []string
@@ -44,14 +47,18 @@ func page(server, sign manpage.Usage, version, date string) manpage.Page {
 				"through a userspace copy.",
 		}},
 		manpage.Section{Title: "FILES", Items: []manpage.Item{
-			{Term: "/etc/default/segorigin", Text: "SEGORIGIN_* settings read by the systemd unit."},
-			{Term: "/etc/segorigin/", Text: "tls.crt, tls.key and auth-keys, passed to the service by LoadCredential=."},
-			{Term: "/usr/lib/systemd/system/segorigin.service", Text: "the systemd unit: serves /srv/media on ports 80 and 443 as a dynamic user."},
+			{Term: "/etc/default/segorigin", Text: "SEGORIGIN_* settings read by the systemd unit; as shipped, /srv/media over HTTP on port 80."},
+			{Term: "/etc/segorigin/", Text: "the files the service reads, group segorigin, mode 0640: a TLS certificate and key, " +
+				"auth keys or a secure_link secret, wherever SEGORIGIN_* names them; systemctl reload re-reads them."},
+			{Term: "/usr/lib/systemd/system/segorigin.service", Text: "the systemd unit: runs as the system user segorigin, sandboxed."},
+			{Term: "/var/log/segorigin/access.log", Text: "the access log, 0640 segorigin:adm; /etc/logrotate.d/segorigin rotates it daily."},
+			{Term: "/usr/share/doc/segorigin/examples/", Text: "environment files for signed URLs (secure_link) and HTTPS."},
+			{Term: "/usr/share/segorigin/", Text: "Prometheus alert rules (prometheus/alerts.yml) and a Grafana dashboard (grafana/segorigin.json)."},
 			{Term: "/usr/lib/modules-load.d/segorigin.conf", Text: "loads the kernel's tls module at boot."},
 			{Term: "/usr/share/doc/segorigin/", Text: "the README, the changelog and the operator's documentation."},
 		}},
 		manpage.Section{Title: "SEE ALSO", Paragraphs: []string{
-			"systemd.exec(5), modules-load.d(5), modprobe(8)",
+			"systemd.exec(5), modules-load.d(5), modprobe(8), logrotate(8)",
 		}},
 	)
 	return p
