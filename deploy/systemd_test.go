@@ -110,6 +110,24 @@ func TestPackageUnderSystemd(t *testing.T) {
 			t.Errorf("after logrotate, access.log holds %q, want the one request made since", got)
 		}
 	})
+	t.Run("a paused writer is not published", func(t *testing.T) {
+		// A segment written in place by another user (root here), its
+		// writer pausing longer than -settle (2 s) with the file open:
+		// the unit's CAP_LEASE lets the server ask the kernel whether a
+		// writer holds it, so it is answered 503 no-store, never 200
+		// immutable with half its bytes.
+		got := c.sh(t, `sh -c 'exec 7>/srv/media/hls/seg1.ts; head -c 100000 /dev/zero >&7; sleep 3;`+
+			` curl -s -o /dev/null -w "%{http_code} " http://127.0.0.1/hls/seg1.ts;`+
+			` curl -sI http://127.0.0.1/hls/seg1.ts | tr -d "\r" | grep -i "^cache-control:"; exec 7>&-'`)
+		if !strings.HasPrefix(got, "503 ") || !strings.Contains(strings.ToLower(got), "cache-control: no-store") {
+			t.Errorf("a segment whose writer paused with it open: %q, want 503 with no-store\n%s", got,
+				c.sh(t, "journalctl -u segorigin --no-pager -o cat | tail -5"))
+		}
+		if got, err := c.exec("curl -sS --retry 10 --retry-delay 1 -o /dev/null -w '%{http_code}' http://127.0.0.1/hls/seg1.ts"); err != nil || string(got) != "200" {
+			t.Errorf("the segment once its writer closed it: %s, %v; want 200\n%s", got, err,
+				c.sh(t, "journalctl -u segorigin --no-pager -o cat | tail -20"))
+		}
+	})
 	t.Run("secure_link and reload", func(t *testing.T) {
 		c.sh(t, "printf %s old-secret | install -m 640 -g segorigin /dev/stdin /etc/segorigin/securelink-secret")
 		c.sh(t, "cp /usr/share/doc/segorigin/examples/secure-link.env /etc/default/segorigin && systemctl restart segorigin")

@@ -276,7 +276,7 @@ func TestConnectionLimits(t *testing.T) {
 		}
 		flood = append(flood, c)
 	}
-	waitFor(t, 5*time.Second, "80 refused at accept", func() bool { return ts.srv.Stats().ConnsRefused == 80 })
+	waitFor(t, 30*time.Second, "80 refused at accept", func() bool { return ts.srv.Stats().ConnsRefused == 80 })
 	if n := ts.srv.Stats().ConnsOpen; n > 120 {
 		t.Errorf("%d connections open, over max-conns 120", n)
 	}
