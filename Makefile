@@ -33,6 +33,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseSegment$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
 	$(GO) test -run='^$$' -fuzz='^FuzzRedactor$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
 	$(GO) test -run='^$$' -fuzz='^FuzzSecureLink$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
+	$(GO) test -run='^$$' -fuzz='^FuzzSignScope$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/token
 	$(GO) test -run='^$$' -fuzz='^FuzzRequestPath$$' -fuzztime=$(FUZZTIME_PATH) -fuzzminimizetime=500x ./origin
 	$(GO) test -run='^$$' -fuzz='^FuzzCleanPath$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
 	$(GO) test -run='^$$' -fuzz='^FuzzParseMediaTypeRule$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin

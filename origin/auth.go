@@ -52,7 +52,11 @@ type AuthConfig struct {
 	// URI outside the token's scope, or on any other host, is left as it
 	// is.
 	// With secure_link, each URI under the document's directory gets its
-	// own md5= and expires=, with the request's expiry.
+	// own md5= and expires=, with the request's expiry. Where the
+	// request's credential cannot serve (a DASH SegmentTemplate; a URI
+	// outside an exact-path token) the document hands out a scope
+	// credential (see RewriteScope); a key outside the scope is signed
+	// for itself.
 	QueryRewrite bool
 	// QueryRewriteMaxBytes: a playlist or manifest larger than this is
 	// served unrewritten (counted); 0 means 1 MiB.
@@ -63,6 +67,15 @@ type AuthConfig struct {
 	// get the token: this origin's own names, a CDN hostname for the same
 	// paths. Empty (the default): only relative URIs get it.
 	QueryRewriteHosts []string
+	// RewriteScope is how many directory levels above a playlist's or
+	// manifest's own directory its scope credential reaches: the
+	// credential a rewritten document hands out where the player's own
+	// cannot serve (a DASH SegmentTemplate, which stands for many paths;
+	// a URI outside an exact-path token or a secure_link's one URI). 0
+	// (DefaultConfig): the document's directory; 1 its parent, for a
+	// title laid out as /vod/title42/{hls,dash}/. Keys (EXT-X-KEY,
+	// EXT-X-SESSION-KEY) outside it are signed one by one.
+	RewriteScope int
 
 	// CacheLifetime is how long a response a token authorised may be
 	// kept by caches: CacheLifetimeToken (DefaultConfig) caps
@@ -110,6 +123,9 @@ func (a *AuthConfig) checkTokens() error {
 	if s := a.SecureLinkExpiredStatus; s != fasthttp.StatusForbidden && s != fasthttp.StatusGone {
 		errs = append(errs, fmt.Errorf("-auth-securelink-expired-status %d: want 403 or 410", s))
 	}
+	if a.RewriteScope < 0 || a.RewriteScope > maxRewriteScope {
+		errs = append(errs, fmt.Errorf("-auth-rewrite-scope %d: want 0 (the document's directory) to %d", a.RewriteScope, maxRewriteScope))
+	}
 	secret := a.SecureLinkSecret
 	if secret == "" {
 		secret = "-" // the expression is checked before the secret is read
@@ -145,6 +161,7 @@ type authorizer struct {
 	cfg      AuthConfig
 	verifier *token.Verifier           // EdgeAuth scheme
 	link     *token.SecureLinkVerifier // secure_link scheme
+	scope    scopeSigner               // signs and (secure_link) checks scope credentials
 	prefix   string                    // "t/": the path carrier, as the cleaned path starts
 	stats    *authCounters
 	logs     [NumAuthReasons]rateLimitedLog // refusals, by AuthReason.logGroup, so each reason is logged
@@ -194,6 +211,9 @@ func newAuthorizer(cfg AuthConfig, stats *authCounters, now func() time.Time) (*
 		a.verifier, err = token.NewVerifier(token.VerifierConfig{Keys: cfg.Keys, Skew: cfg.Skew})
 	}
 	if err != nil {
+		return nil, err
+	}
+	if a.scope, err = newScopeSigner(&a.cfg); err != nil {
 		return nil, err
 	}
 	for i := range a.logs {
@@ -285,6 +305,14 @@ func (a *authorizer) verify(ctx *fasthttp.RequestCtx, file, seg, ip string, now 
 	var until time.Time
 	switch {
 	case a.link != nil:
+		if tok := a.scope.fromQuery(ctx); tok != nil {
+			// A scope credential a rewritten manifest handed out.
+			until, err = a.scope.verify(a.link, tok, path, ip, now)
+			if err == nil && a.cfg.QueryRewrite {
+				g.query.tok = tok
+			}
+			break
+		}
 		// A link without expiry leaves until zero: no lifetime to cap.
 		until, err = a.verifyLink(ctx, path, ip, now)
 		if err == nil && a.cfg.QueryRewrite {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"path"
 	"strings"
 	"time"
 
@@ -90,7 +89,7 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 			return stepAnswered
 		}
 	}
-	t := a.rewriteTarget(ctx, name, g.query, s.clientIP(ctx), int(limit)*2)
+	t := a.rewriteTarget(ctx, name, g.query, s.clientIP(ctx), int(limit)*2, s.cfg.Now())
 	bp := a.outPool.Get().(*[]byte)
 	defer a.outPool.Put(bp)
 	out, res, err := format((*bp)[:0], src, t)
@@ -188,13 +187,22 @@ func rewrittenETag(fileETag string, body []byte) string {
 	return b.String()
 }
 
-// rewriteTarget says what each URI of name's document gets: with
-// EdgeAuth-shape tokens, the token itself, for the paths its ACL opens;
-// with secure_link, whose hash covers one URI, a fresh md5= and expires=
-// for each path under the document's directory, with the request's
-// expiry, so neither the time nor the reach grows past the presentation
-// the manifest describes.
-func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg queryGrant, ip string, maxOut int) *rewrite.Target {
+// rewriteTarget says what each URI of name's document gets, so that
+// every URI the document hands a player carries a credential the origin
+// accepts for it:
+//
+//   - with EdgeAuth-shape tokens, the token itself for the paths its ACL
+//     opens; under the document's scope (see docScope), the scope
+//     credential for the rest; a key outside it, a credential for that
+//     key alone;
+//   - with secure_link, whose hash covers one URI, a fresh md5= and
+//     expires= for each URI under the scope and each key, with the
+//     request's expiry; a DASH template, which no link can sign, the
+//     scope credential.
+//
+// Neither the time nor the reach grows past the request's credential and
+// the presentation the document describes.
+func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg queryGrant, ip string, maxOut int, now time.Time) *rewrite.Target {
 	scheme := "http"
 	if ctx.IsTLS() {
 		scheme = "https"
@@ -206,38 +214,56 @@ func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg que
 		Hosts:  a.cfg.QueryRewriteHosts,
 		MaxOut: maxOut,
 	}
-	if a.link != nil {
-		a.linkTarget(t, a.linkRequest(ctx, "", ip), name, qg.linkExpiry)
+	if qg.link {
+		bind := ""
+		if a.link.UsesRemoteAddr() {
+			bind = ip
+		}
+		a.linkTarget(t, a.linkRequest(ctx, "", ip), a.scope.forDocument(name, qg.linkExpiry, bind, now, nil), qg.linkExpiry)
 		return t
 	}
-	// The token's scope and the parameter are made once per document,
-	// not per URI.
-	scope := token.ParseScope(qg.tok)
+	// The token's scope, the parameter and the scope credential are
+	// made once per document, not per URI.
+	// A token that opens trees (a prefix ACL, a scope credential) bounds
+	// the scope credential to them; one that opens exact paths only (the
+	// manifest's, or URL form) is widened to the scope, as a secure_link
+	// is.
+	own := token.ParseScope(qg.tok)
+	var within func(string) bool
+	if own.OpensTrees() {
+		within = own.CoversTree
+	}
+	sc := a.scope.forDocument(name, own.Expiry(), own.IP(), now, within)
 	param := append([]byte(a.cfg.QueryParam+"="), nil...)
 	param = rewrite.AppendQueryValue(param, qg.tok)
 	t.Names = []string{a.cfg.QueryParam}
-	t.Param = func(dst []byte, p string) ([]byte, bool) {
-		if !scope.Covers(p) {
-			return dst, false
+	t.Param = func(dst []byte, p string, kind rewrite.Kind) ([]byte, bool) {
+		switch {
+		case own.Covers(p):
+			return append(dst, param...), true
+		case sc.covers(p):
+			return append(dst, sc.param...), true
+		case kind == rewrite.KindKey:
+			return sc.appendExact(dst, p)
 		}
-		return append(dst, param...), true
+		return dst, false
 	}
 	return t
 }
 
-// linkTarget sets t up for secure_link: each URI under the directory of
-// name gets a link signed for it with the request's expiry, and the
+// linkTarget sets t up for secure_link: each URI under the scope, and
+// each key, gets a link signed for it with the request's expiry and the
 // request's own fields (address, headers); the arguments the expression
-// reads ($arg_*) are written beside the hash with the request's values.
-func (a *authorizer) linkTarget(t *rewrite.Target, req token.LinkRequest, name string, expiry time.Time) {
-	dir := path.Dir("/"+name) + "/"
-	if dir == "//" {
-		dir = "/"
-	}
+// reads ($arg_*) are written beside the hash with the request's values. A
+// template gets the scope credential.
+func (a *authorizer) linkTarget(t *rewrite.Target, req token.LinkRequest, sc docScope, expiry time.Time) {
 	hashArg, expiresArg := a.link.Names()
 	t.Names = []string{hashArg}
 	if expiresArg != "" {
 		t.Names = append(t.Names, expiresArg)
+	}
+	if a.cfg.QueryParam != "" {
+		t.Names = append(t.Names, a.cfg.QueryParam)
 	}
 	// The arguments as the request sent them, when each is plain query
 	// text (no byte the documents would need escaped); otherwise no URI
@@ -249,14 +275,17 @@ func (a *authorizer) linkTarget(t *rewrite.Target, req token.LinkRequest, name s
 			continue
 		}
 		if !plainQueryValue(v) {
-			t.Param = func(dst []byte, _ string) ([]byte, bool) { return dst, false }
+			t.Param = func(dst []byte, _ string, _ rewrite.Kind) ([]byte, bool) { return dst, false }
 			return
 		}
 		t.Names = append(t.Names, n)
 		args = append(append(append(append(args, n...), '='), v...), '&')
 	}
-	t.Param = func(dst []byte, p string) ([]byte, bool) {
-		if !strings.HasPrefix(p, dir) {
+	t.Param = func(dst []byte, p string, kind rewrite.Kind) ([]byte, bool) {
+		switch {
+		case kind == rewrite.KindTemplate:
+			return sc.appendScope(dst, p)
+		case kind != rewrite.KindKey && !strings.HasPrefix(p, sc.dir):
 			return dst, false
 		}
 		r := req

@@ -13,7 +13,13 @@ import (
 // secret "s3cret".
 func linkServer(t *testing.T, now time.Time, mod func(*origin.AuthConfig)) *testServer {
 	t.Helper()
-	ts, _ := authServer(t, now, func(a *origin.AuthConfig) {
+	return serverMode{}.linkServer(t, now, mod)
+}
+
+// linkServer is linkServer in mode.
+func (mode serverMode) linkServer(t *testing.T, now time.Time, mod func(*origin.AuthConfig)) *testServer {
+	t.Helper()
+	ts, _ := mode.authServer(t, now, func(a *origin.AuthConfig) {
 		a.Keys = nil
 		a.SecureLinkSecret = "s3cret"
 		if mod != nil {

@@ -68,8 +68,10 @@ type server struct {
 
 // serverOptions say how to run segorigin.
 type serverOptions struct {
-	keyFile string // -auth-key-file; "" for no auth
-	tls     bool   // also an HTTPS listener with a self-signed certificate
+	keyFile string   // -auth-key-file; "" for no auth
+	tls     bool     // also an HTTPS listener with a self-signed certificate
+	root    string   // -root; "" for mediaRoot
+	flags   []string // more flags
 }
 
 // startServer runs segorigin and stops it (SIGTERM, then SIGKILL after 5 s)
@@ -77,7 +79,11 @@ type serverOptions struct {
 func startServer(t *testing.T, o serverOptions) *server {
 	t.Helper()
 	bin := segoriginBinary(t)
-	args := []string{"-listen", "127.0.0.1:0", "-root", mediaRoot, "-drain-timeout", "1s"}
+	root := mediaRoot
+	if o.root != "" {
+		root = o.root
+	}
+	args := append([]string{"-listen", "127.0.0.1:0", "-root", root, "-drain-timeout", "1s"}, o.flags...)
 	if o.keyFile != "" {
 		args = append(args, "-auth-key-file", o.keyFile)
 	}

@@ -148,11 +148,11 @@ func (r *run) startTag(dst *[]byte, src []byte, base *url.URL) (n int, local str
 		value := src[k+1 : k+1+end]
 		*dst = append(*dst, src[i:k+1]...)
 		if isURIAttr(attrs, attr) {
-			uri := unescapeXML(value)
+			uri, kind := unescapeXML(value), KindURI
 			if local == "SegmentTemplate" {
-				uri = []byte(fillTemplate(string(uri)))
+				uri, kind = []byte(fillTemplate(string(uri))), KindTemplate
 			}
-			*dst = r.appendURI(*dst, value, uri, base, xmlSep)
+			*dst = r.appendURI(*dst, value, uri, base, xmlSep, kind)
 		} else {
 			*dst = append(*dst, value...)
 		}
@@ -197,7 +197,7 @@ func (r *run) baseURL(dst *[]byte, src []byte, bases *[]*url.URL) (int, error) {
 	}
 	*dst = append(*dst, text[:lead]...)
 	if len(uri) > 0 {
-		*dst = r.appendURI(*dst, uri, value, inherited, xmlSep)
+		*dst = r.appendURI(*dst, uri, value, inherited, xmlSep, KindURI)
 	}
 	*dst = append(*dst, text[lead+len(uri):]...)
 	// The end tag (or whatever markup follows) must not pop the parent.

@@ -16,6 +16,11 @@
 //     SegmentTemplate@media and @initialization, SegmentURL@media,
 //     Initialization@sourceURL and RepresentationIndex@sourceURL, resolving
 //     each against the BaseURL chain in force where it appears.
+//   - What each URI stands for: [Kind]. A key (EXT-X-KEY,
+//     EXT-X-SESSION-KEY) is one resource a player needs to decrypt; a
+//     SegmentTemplate attribute is a pattern for many paths, which a
+//     credential signed for one path cannot serve. Target.Param is told,
+//     and chooses the credential.
 //   - Which URI gets what: [Target]. A relative reference (path-absolute
 //     or path-relative) is resolved against the document's URL; an
 //     absolute or scheme-relative URI is ours only on HTTP or HTTPS at a

@@ -23,7 +23,7 @@ const fuzzHost = "cdn.test"
 func markerTarget(max int) *Target {
 	u, _ := url.Parse("http://origin.test/vod/a/index")
 	return &Target{Base: u, Hosts: []string{fuzzHost}, Names: []string{"tok"}, MaxOut: max,
-		Param: func(dst []byte, path string) ([]byte, bool) {
+		Param: func(dst []byte, path string, _ Kind) ([]byte, bool) {
 			if len(path)%3 == 0 { // some paths out of scope
 				return dst, false
 			}

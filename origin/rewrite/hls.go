@@ -7,10 +7,13 @@ import (
 // uriTags are the tags whose URI attribute names a resource the player
 // fetches (RFC 8216 §4.3 and draft-pantos-hls-rfc8216bis for the
 // low-latency ones).
-var uriTags = [][]byte{
-	[]byte("#EXT-X-KEY:"), []byte("#EXT-X-SESSION-KEY:"), []byte("#EXT-X-MAP:"),
-	[]byte("#EXT-X-MEDIA:"), []byte("#EXT-X-I-FRAME-STREAM-INF:"), []byte("#EXT-X-SESSION-DATA:"),
-	[]byte("#EXT-X-PART:"), []byte("#EXT-X-PRELOAD-HINT:"), []byte("#EXT-X-RENDITION-REPORT:"),
+var uriTags = []struct {
+	tag  []byte
+	kind Kind
+}{
+	{[]byte("#EXT-X-KEY:"), KindKey}, {[]byte("#EXT-X-SESSION-KEY:"), KindKey}, {[]byte("#EXT-X-MAP:"), KindURI},
+	{[]byte("#EXT-X-MEDIA:"), KindURI}, {[]byte("#EXT-X-I-FRAME-STREAM-INF:"), KindURI}, {[]byte("#EXT-X-SESSION-DATA:"), KindURI},
+	{[]byte("#EXT-X-PART:"), KindURI}, {[]byte("#EXT-X-PRELOAD-HINT:"), KindURI}, {[]byte("#EXT-X-RENDITION-REPORT:"), KindURI},
 }
 
 var extM3U = []byte("#EXTM3U")
@@ -56,14 +59,14 @@ func (r *run) hlsLine(dst, line []byte) []byte {
 			return append(dst, line...)
 		}
 		dst = append(dst, body[:lead]...)
-		dst = r.appendURI(dst, uri, uri, r.base, hlsSep)
+		dst = r.appendURI(dst, uri, uri, r.base, hlsSep, KindURI)
 		dst = append(dst, body[lead+len(uri):]...)
 		return append(dst, end...)
 	}
-	for _, tag := range uriTags {
-		if bytes.HasPrefix(body, tag) {
-			dst = append(dst, tag...)
-			dst = r.hlsAttributes(dst, body[len(tag):])
+	for _, u := range uriTags {
+		if bytes.HasPrefix(body, u.tag) {
+			dst = append(dst, u.tag...)
+			dst = r.hlsAttributes(dst, body[len(u.tag):], u.kind)
 			return append(dst, end...)
 		}
 	}
@@ -73,7 +76,7 @@ func (r *run) hlsLine(dst, line []byte) []byte {
 // hlsAttributes appends an attribute list (RFC 8216 §4.2:
 // AttributeName=AttributeValue pairs separated by commas, a quoted-string
 // holding no '"', CR or LF) with the URI attribute's value rewritten.
-func (r *run) hlsAttributes(dst, list []byte) []byte {
+func (r *run) hlsAttributes(dst, list []byte, kind Kind) []byte {
 	for len(list) > 0 {
 		eq := bytes.IndexByte(list, '=')
 		if eq < 0 {
@@ -98,7 +101,7 @@ func (r *run) hlsAttributes(dst, list []byte) []byte {
 		if string(bytes.TrimSpace(name)) == "URI" && len(value) >= 2 && value[0] == '"' {
 			uri := value[1 : len(value)-1]
 			dst = append(dst, '"')
-			dst = r.appendURI(dst, uri, uri, r.base, hlsSep)
+			dst = r.appendURI(dst, uri, uri, r.base, hlsSep, kind)
 			dst = append(dst, '"')
 		} else {
 			dst = append(dst, value...)

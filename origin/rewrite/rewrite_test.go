@@ -19,7 +19,7 @@ func testTarget(t testing.TB, base string) *Target {
 		Base:  u,
 		Hosts: []string{"CDN.test"},
 		Names: []string{"token"},
-		Param: func(dst []byte, path string) ([]byte, bool) {
+		Param: func(dst []byte, path string, _ Kind) ([]byte, bool) {
 			if !strings.HasPrefix(path, "/vod/a/") {
 				return dst, false
 			}
@@ -125,7 +125,7 @@ func TestTargetHosts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base, _ := url.Parse("https://evil.test/vod/a/manifest.mpd")
 			tg := &Target{Base: base, Hosts: tc.hosts, Names: []string{"token"},
-				Param: func(dst []byte, path string) ([]byte, bool) {
+				Param: func(dst []byte, path string, _ Kind) ([]byte, bool) {
 					return append(dst, "token=T"...), strings.HasPrefix(path, "/vod/a/")
 				}}
 			// As an attribute value, so that leading and trailing
@@ -241,4 +241,45 @@ func stripParams(b []byte) []byte {
 		b = bytes.ReplaceAll(b, []byte(s), nil)
 	}
 	return b
+}
+
+// TestKinds: Param is told what each URI stands for. An HLS key's URI is
+// KindKey (EXT-X-KEY, EXT-X-SESSION-KEY), a DASH SegmentTemplate
+// attribute KindTemplate (its path with the identifiers filled by "0"),
+// everything else KindURI; so a caller can give a template a credential
+// that covers every path a player makes of it, never one signed for its
+// text.
+func TestKinds(t *testing.T) {
+	for _, tc := range []struct {
+		name, base, in string
+		dash           bool
+		want           []string // "kind path" in document order
+	}{
+		{"HLS keys", "http://o.test/vod/a/hls/index.m3u8",
+			"#EXTM3U\n#EXT-X-SESSION-KEY:METHOD=AES-128,URI=\"../s.key\"\n#EXT-X-KEY:METHOD=AES-128,URI=\"../enc.key\",IV=0x1\n#EXT-X-MAP:URI=\"init.mp4\"\n#EXTINF:2,\nseg0.ts\n", false,
+			[]string{"key /vod/a/s.key", "key /vod/a/enc.key", "uri /vod/a/hls/init.mp4", "uri /vod/a/hls/seg0.ts"}},
+		{"DASH template and lists", "http://o.test/vod/a/manifest.mpd",
+			`<MPD><BaseURL>v/</BaseURL><SegmentTemplate initialization="init-$RepresentationID$.m4s" media="$RepresentationID$/c-$Number%05d$.m4s"/><SegmentURL media="s.m4s"/></MPD>`, true,
+			[]string{"uri /vod/a/v/", "template /vod/a/v/init-0.m4s", "template /vod/a/v/0/c-0.m4s", "uri /vod/a/v/s.m4s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, _ := url.Parse(tc.base)
+			var got []string
+			names := map[Kind]string{KindURI: "uri", KindKey: "key", KindTemplate: "template"}
+			tg := &Target{Base: base, Names: []string{"token"}, Param: func(dst []byte, p string, k Kind) ([]byte, bool) {
+				got = append(got, names[k]+" "+p)
+				return append(dst, "token=T"...), true
+			}}
+			format := HLS
+			if tc.dash {
+				format = DASH
+			}
+			if _, _, err := format(nil, []byte(tc.in), tg); err != nil {
+				t.Fatalf("rewrite(%q): %v", tc.in, err)
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("rewrite(%q) asked Param for\n%s\nwant\n%s", tc.in, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+		})
+	}
 }

@@ -42,12 +42,33 @@ type Target struct {
 	// must carry, as
 	// "name=value[&name=value]" already escaped for a query, and says
 	// whether it must carry any: false leaves the URI as it is (a path
-	// outside the token's scope).
-	Param func(dst []byte, path string) ([]byte, bool)
+	// outside the token's scope). kind says what the URI stands for: a
+	// template's parameters reach every path a player makes of it, so
+	// a credential signed for one path cannot serve it.
+	Param func(dst []byte, path string, kind Kind) ([]byte, bool)
 	// MaxOut bounds the output's length (appended to dst, so dst's
 	// existing bytes count); 0 means no bound.
 	MaxOut int
 }
+
+// Kind is what a URI in a document stands for.
+type Kind uint8
+
+const (
+	// KindURI is one resource: a segment, an init section, a playlist.
+	KindURI Kind = iota
+	// KindKey is one resource a player needs to decrypt the media: the
+	// URI of an HLS EXT-X-KEY or EXT-X-SESSION-KEY (RFC 8216 §4.3.2.4,
+	// §4.3.4.5).
+	KindKey
+	// KindTemplate is a DASH SegmentTemplate@media or @initialization
+	// (ISO/IEC 23009-1 §5.3.9.4.4): not a URI but a pattern the player
+	// fills in for each segment. Param is given the path with every
+	// identifier filled by "0" ($Number%05d$ becomes 0): its directory
+	// is that of every path the player will make of it, but the path
+	// itself is none of them.
+	KindTemplate
+)
 
 // Result counts what a rewrite did with the URIs it found.
 type Result struct {
@@ -78,8 +99,8 @@ type run struct {
 // appendURI appends raw, the URI as it is spelled in the document, with
 // the parameters inserted when the target says so; uri is its value
 // (entities decoded) and base what it resolves against.
-func (r *run) appendURI(dst, raw, uri []byte, base *url.URL, s sep) []byte {
-	params, ok := r.paramsFor(uri, base)
+func (r *run) appendURI(dst, raw, uri []byte, base *url.URL, s sep, kind Kind) []byte {
+	params, ok := r.paramsFor(uri, base, kind)
 	if !ok {
 		r.res.Left++
 		return append(dst, raw...)
@@ -125,14 +146,14 @@ func (r *run) appendURI(dst, raw, uri []byte, base *url.URL, s sep) []byte {
 
 // paramsFor returns the parameters for uri (in r.pbuf, valid until the
 // next call), or false to leave it.
-func (r *run) paramsFor(uri []byte, base *url.URL) ([]byte, bool) {
+func (r *run) paramsFor(uri []byte, base *url.URL, kind Kind) ([]byte, bool) {
 	t := r.t
 	if len(uri) == 0 || t.Param == nil || base == nil {
 		return nil, false
 	}
 	if p, ok := r.simplePath(uri, base); ok {
 		var ok bool
-		r.pbuf, ok = t.Param(r.pbuf[:0], p)
+		r.pbuf, ok = t.Param(r.pbuf[:0], p, kind)
 		return r.pbuf, ok
 	}
 	ref, err := url.Parse(string(uri))
@@ -153,7 +174,7 @@ func (r *run) paramsFor(uri []byte, base *url.URL) ([]byte, bool) {
 		p = "/"
 	}
 	var ok bool
-	r.pbuf, ok = t.Param(r.pbuf[:0], p)
+	r.pbuf, ok = t.Param(r.pbuf[:0], p, kind)
 	return r.pbuf, ok
 }
 

@@ -88,6 +88,17 @@
 // the new key, sign with it (kid= names it), and remove the old key once
 // its tokens have expired.
 //
+// # Scope credentials
+//
+// SignScope mints the token a server writes into a playlist or manifest
+// where the player's own credential cannot serve (a DASH template, a key
+// outside the playlist's directory): an ACL of one directory and '*', or
+// of one exact path, with the expiry and address of the credential that
+// opened the document. Under secure_link it is signed with DeriveKey's
+// key, computed from the secure_link secret. Scope.CoversTree tells a
+// caller which directories a token opens whole, so that a scope
+// credential never yields a wider one.
+//
 // # nginx secure_link
 //
 // SecureLinkVerifier checks links in the format of nginx's secure_link and

@@ -278,3 +278,10 @@ func SignSecureLink(secret, expr, uri, remoteAddr string, expires time.Time) (ha
 	}
 	return s.Sign(LinkRequest{URI: uri, RemoteAddr: remoteAddr}, expires)
 }
+
+// InLocation reports whether uri matches the location regular
+// expression (always, without one): the paths a link can open at all.
+func (s *SecureLinkVerifier) InLocation(uri string) bool {
+	_, ok := s.captures(uri)
+	return ok
+}
