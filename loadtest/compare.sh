@@ -43,7 +43,8 @@ usage: bash loadtest/compare.sh [options]
   -servers LIST     comma-separated segorigin,nginx,nethttp,fasthttpfs (all), or
                     segorigin-nocache (-cache-files 0), segorigin-noinline (-inline-max 0),
                     segorigin-nocold (-cold-readers 0), segorigin-fasthttp (-engine fasthttp),
-                    segorigin-content (-etag content)
+                    segorigin-content (-etag content), segorigin-base (the binary
+                    SEGORIGIN_BASE_BIN names: another version, in the same sitting)
   -dir DIR          workload files: used if present, generated there if not
                     (default: a temporary directory, removed at the end)
   -t THREADS        wrk threads (2)
@@ -109,7 +110,7 @@ IFS=, read -r -a WL <<<"$(echo "$WORKLOADS" | tr '[:lower:]' '[:upper:]')"
 IFS=, read -r -a SV <<<"$SERVERS"
 for w in "${WL[@]}"; do [[ $w =~ ^W[1-6]$ ]] || lt_die "unknown workload $w"; done
 for s in "${SV[@]}"; do
-  case $s in segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | segorigin-content | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
+  case $s in segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | segorigin-content | segorigin-base | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
 done
 
 tools=(go wrk curl)

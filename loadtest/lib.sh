@@ -51,7 +51,8 @@ lt_nginx_bin() {
 
 # lt_build OUTDIR : builds segorigin, the peers, the load client and
 # gensynth. SEGORIGIN_BIN=FILE uses that segorigin binary instead of
-# building ./cmd/segorigin (e.g. to compare two versions).
+# building ./cmd/segorigin; SEGORIGIN_BASE_BIN=FILE is the binary of the
+# server segorigin-base, to compare two versions in one sitting.
 lt_build() {
   local out=$1
   mkdir -p "$out"
@@ -59,6 +60,9 @@ lt_build() {
     cp "$SEGORIGIN_BIN" "$out/segorigin" || lt_die "SEGORIGIN_BIN=$SEGORIGIN_BIN: cannot copy"
   else
     (cd "$LT_REPO" && go build -o "$out/segorigin" ./cmd/segorigin) || lt_die "build of ./cmd/segorigin failed"
+  fi
+  if [ -n "${SEGORIGIN_BASE_BIN:-}" ]; then
+    cp "$SEGORIGIN_BASE_BIN" "$out/segorigin-base" || lt_die "SEGORIGIN_BASE_BIN=$SEGORIGIN_BASE_BIN: cannot copy"
   fi
   (cd "$LT_REPO" &&
     go build -o "$out/nethttp" ./loadtest/peers/nethttp &&
@@ -276,14 +280,15 @@ lt_free_port() {
 
 # lt_start NAME BINDIR ROOT WORKDIR : starts server NAME (segorigin,
 # segorigin-nocache, segorigin-noinline, segorigin-nocold,
-# segorigin-fasthttp, segorigin-content, nginx, nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
+# segorigin-fasthttp, segorigin-content, segorigin-base (SEGORIGIN_BASE_BIN),
+# nginx, nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
 # caller may prefix the command with a wrapper in LT_WRAP (e.g. strace).
 lt_start() {
   local name=$1 bin=$2 root=$3 work=$4
   mkdir -p "$work"
   LT_ADDR="" LT_PID=""
   case $name in
-  segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | segorigin-content | nethttp | fasthttpfs)
+  segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | segorigin-content | segorigin-base | nethttp | fasthttpfs)
     local extra=() exe=$name
     if [[ $name == segorigin* ]] && [ -n "${SEGORIGIN_FLAGS:-}" ]; then
       read -r -a extra <<<"$SEGORIGIN_FLAGS"
@@ -307,6 +312,9 @@ lt_start() {
     if [ "$name" = segorigin-fasthttp ]; then # a goroutine per connection instead of the event loops
       exe=segorigin
       extra+=(-engine fasthttp)
+    fi
+    if [ "$name" = segorigin-base ]; then # another version, to compare in one sitting
+      [ -x "$bin/segorigin-base" ] || lt_die "segorigin-base: set SEGORIGIN_BASE_BIN to the binary to compare with"
     fi
     : >"$work/$name.log"
     ${LT_WRAP:-} ${LT_SERVER_PIN:-} "$bin/$exe" -root "$root" -listen 127.0.0.1:0 "${extra[@]}" 2>"$work/$name.log" &
