@@ -69,20 +69,23 @@ type playerResult struct {
 
 // mediaRequest is one request the page made to the media origin.
 type mediaRequest struct {
-	URL           string   `json:"url"`
-	Method        string   `json:"method"`
-	Range         string   `json:"range"`
-	IfRange       string   `json:"ifRange"`
-	Status        int      `json:"status"`
-	ContentRange  string   `json:"contentRange"`
-	ContentLength string   `json:"contentLength"`
-	AllowOrigin   string   `json:"allowOrigin"`
-	CMCD          []string `json:"cmcd"` // the request's CMCD-* headers, "name: value"
-	BodyLength    int64    `json:"bodyLength"`
-	SHA256        string   `json:"sha256"`
-	BodyError     string   `json:"bodyError"`
-	Text          string   `json:"text"` // the body of a playlist or manifest
-	Failure       string   `json:"failure"`
+	URL           string `json:"url"`
+	Method        string `json:"method"`
+	Range         string `json:"range"`
+	IfRange       string `json:"ifRange"`
+	Status        int    `json:"status"`
+	ContentRange  string `json:"contentRange"`
+	ContentLength string `json:"contentLength"`
+	// ContentEncoding: gzip for a playlist or manifest the server
+	// compressed (the body above is what the browser decoded).
+	ContentEncoding string   `json:"contentEncoding"`
+	AllowOrigin     string   `json:"allowOrigin"`
+	CMCD            []string `json:"cmcd"` // the request's CMCD-* headers, "name: value"
+	BodyLength      int64    `json:"bodyLength"`
+	SHA256          string   `json:"sha256"`
+	BodyError       string   `json:"bodyError"`
+	Text            string   `json:"text"` // the body of a playlist or manifest
+	Failure         string   `json:"failure"`
 }
 
 // querySeek is where the query-token cases seek to (seconds).

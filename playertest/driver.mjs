@@ -85,6 +85,7 @@ function recordRequests(ctx, mediaOrigin) {
       const rec = {
         url: req.url(), method: req.method(), range: rh['range'] || '', ifRange: rh['if-range'] || '',
         status: resp.status(), contentRange: h['content-range'] || '', contentLength: h['content-length'] || '',
+        contentEncoding: h['content-encoding'] || '',
         allowOrigin: h['access-control-allow-origin'] || '', exposeHeaders: h['access-control-expose-headers'] || '',
         cmcd: ['cmcd-request', 'cmcd-object', 'cmcd-session', 'cmcd-status'].filter((k) => rh[k]).map((k) => `${k}: ${rh[k]}`),
         bodyLength: -1, sha256: '',

@@ -103,7 +103,15 @@ func checkAgainstDisk(q mediaRequest) error {
 	case q.Status != 200:
 		return fmt.Errorf("GET %s = %d, want 200", q.URL, q.Status)
 	}
-	if q.ContentLength != strconv.FormatInt(last-first+1, 10) {
+	switch {
+	case q.ContentEncoding != "":
+		// Compressed: Content-Length counts the encoded bytes, and the
+		// body checked below is what the browser decoded. Only playlists
+		// and manifests, whole, are ever compressed.
+		if q.ContentEncoding != "gzip" || !isManifest(q.URL) || q.Range != "" {
+			return fmt.Errorf("GET %s Range %q: Content-Encoding %q, want none (gzip only for a whole playlist or manifest)", q.URL, q.Range, q.ContentEncoding)
+		}
+	case q.ContentLength != strconv.FormatInt(last-first+1, 10):
 		return fmt.Errorf("GET %s Range %q: Content-Length %q, want %d", q.URL, q.Range, q.ContentLength, last-first+1)
 	}
 	if q.BodyError != "" {
