@@ -8,10 +8,10 @@
 
 LT_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 LT_PIDS=()
-# SEGORIGIN_BIN and SEGORIGIN_FLAGS are the scripts' own settings: keep them
+# SEGORIGIN_BIN, SEGORIGIN_BASE_BIN and SEGORIGIN_FLAGS are the scripts' own settings: keep them
 # out of the servers' environment, where segorigin refuses a SEGORIGIN_*
 # variable that names no flag.
-export -n SEGORIGIN_BIN SEGORIGIN_FLAGS 2>/dev/null || true
+export -n SEGORIGIN_BIN SEGORIGIN_BASE_BIN SEGORIGIN_FLAGS 2>/dev/null || true
 
 lt_die() {
   echo "$(basename "$0"): $*" >&2
