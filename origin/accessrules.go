@@ -86,14 +86,14 @@ func (s *Server) admitted(ctx *fasthttp.RequestCtx) bool {
 	h := &ctx.Request.Header
 	referer := h.Peek(fasthttp.HeaderReferer)
 	present := len(referer) > 0 || len(h.PeekAll(fasthttp.HeaderReferer)) > 0
-	v := p.Check(s.clientAddr(ctx), referer, present, ctx.Host())
+	v := p.Check(s.clientID.addr(ctx), referer, present, ctx.Host())
 	if v == access.Allowed {
 		return true
 	}
 	s.stats.Access.Refused[v].Add(1)
 	if l := &s.admit.logs[v]; l.Allow() {
 		s.log.Info("request refused", "status", fasthttp.StatusForbidden, "reason", v.String(),
-			"path", s.loggable(string(ctx.Path())), "client", s.clientIP(ctx),
+			"path", s.loggable(string(ctx.Path())), "client", s.clientID.ip(ctx),
 			"referer", s.loggable(string(referer)), "suppressed", l.Suppressed())
 	}
 	s.resp.fail(ctx, errAccessRefused)

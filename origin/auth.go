@@ -419,7 +419,7 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 	r := authReasonOf(err)
 	if l := &a.logs[r.logGroup()]; l.Allow() {
 		s.log.Info("request refused", "status", code, "reason", r.String(), "path", s.loggable("/"+file),
-			"client", s.clientIP(ctx), "suppressed", l.Suppressed())
+			"client", s.clientID.ip(ctx), "suppressed", l.Suppressed())
 	}
 	// A 410 is a refusal too: the Cache-Control of refusals, not of 404s.
 	s.resp.setErrorHeaders(&ctx.Response.Header, min(code, fasthttp.StatusForbidden))

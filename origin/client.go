@@ -41,14 +41,13 @@ func newClientIdentity(cfg Config) (clientIdentity, error) {
 	return clientIdentity{trusted: tr, header: cfg.ClientIPHeader}, nil
 }
 
-// clientAddr is the address a request is attributed to: token IP binding,
+// addr is the address a request is attributed to: token IP binding,
 // logs and metrics use it. It starts from the connection's peer (the
 // PROXY header's source when the listener takes PROXY protocol) and, when
 // that peer is a trusted proxy, walks the configured forwarding header
 // right to left to the first untrusted hop.
-func (s *Server) clientAddr(ctx *fasthttp.RequestCtx) netip.Addr {
+func (id *clientIdentity) addr(ctx *fasthttp.RequestCtx) netip.Addr {
 	peer := peerAddr(ctx.RemoteAddr())
-	id := &s.clientID
 	if id.header == ClientIPHeaderNone || !id.trusted.Contains(peer) {
 		return peer
 	}
@@ -58,9 +57,9 @@ func (s *Server) clientAddr(ctx *fasthttp.RequestCtx) netip.Addr {
 	return id.trusted.FromXFF(peer, ctx.Request.Header.PeekAll("X-Forwarded-For"))
 }
 
-// clientIP is clientAddr as text, "" when unknown.
-func (s *Server) clientIP(ctx *fasthttp.RequestCtx) string {
-	if a := s.clientAddr(ctx); a.IsValid() {
+// ip is addr as text, "" when unknown.
+func (id *clientIdentity) ip(ctx *fasthttp.RequestCtx) string {
+	if a := id.addr(ctx); a.IsValid() {
 		return a.String()
 	}
 	return ""

@@ -82,7 +82,7 @@ func (s *Server) holdClient(ctx *fasthttp.RequestCtx, p *plan) bool {
 	if s.perClient == nil {
 		return true
 	}
-	a := s.clientAddr(ctx)
+	a := s.clientID.addr(ctx)
 	if !s.perClient.take(a) {
 		if s.perClient.log.Allow() {
 			s.log.Warn("client over -max-conns-per-ip: answering 503", "client", a.String(),

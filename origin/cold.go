@@ -52,9 +52,9 @@ type ColdCounters[C any] struct {
 // With p.noBlock a first window that is not resident is not waited for:
 // the step suspends, having counted nothing, to be run again where it may
 // wait.
-func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+func (f *files) beforeBody(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	h, k := p.h, p.mt.kind
-	if s.cold == nil || !ctx.IsGet() {
+	if f.cold == nil || !ctx.IsGet() {
 		return stepNext
 	}
 	// The pool, the read-ahead and the body stream keep the name: the
@@ -70,8 +70,8 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	if h.Bytes != nil {
 		// Inlined: the body is in memory, no page to wait for and no
 		// residency syscall (one send per small response).
-		if s.ra != nil {
-			s.ra.served(ctx, name, k, h, sp, true, p.g)
+		if f.ra != nil {
+			f.ra.served(ctx, name, k, h, sp, true, p.g)
 		}
 		return stepNext
 	}
@@ -82,21 +82,21 @@ func (s *Server) beforeBody(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		if resident, err = coldread.Resident(h.Fd(), first.Start, first.Length, h.Size); err != nil || !resident {
 			return stepSuspend
 		}
-		s.stats.Cold.Checked[k].Add(1)
+		f.stats.Cold.Checked[k].Add(1)
 	} else {
-		s.stats.Cold.Checked[k].Add(1)
-		resident, err = s.cold.ensureResident(name, k, h, first)
+		f.stats.Cold.Checked[k].Add(1)
+		resident, err = f.cold.ensureResident(name, k, h, first)
 	}
 	if resident {
-		s.stats.Cold.Resident[k].Add(1)
+		f.stats.Cold.Resident[k].Add(1)
 	}
 	if err != nil {
-		s.stats.Cold.Refused.Add(1)
-		s.resp.fail(ctx, err)
+		f.stats.Cold.Refused.Add(1)
+		f.resp.fail(ctx, err)
 		return stepAnswered
 	}
-	if s.ra != nil {
-		s.ra.served(ctx, name, k, h, sp, resident, p.g)
+	if f.ra != nil {
+		f.ra.served(ctx, name, k, h, sp, resident, p.g)
 	}
 	return stepNext
 }

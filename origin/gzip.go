@@ -130,8 +130,8 @@ var (
 // names (RFC 9110 §8.8.3: a strong validator differs between encodings).
 // The precompressed sibling goes on through the later steps as the body's
 // file; a body compressed here is answered from memory.
-func (s *Server) stepGzip(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	gz := s.gz
+func (f *files) stepGzip(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	gz := f.gz
 	if gz.mode == GzipOff || p.inProgress || !gz.types[p.mt.contentType] {
 		return stepNext
 	}
@@ -140,7 +140,7 @@ func (s *Server) stepGzip(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		varyAcceptEncoding(ctx)
 		return stepNext
 	}
-	sib, res := s.gzipSibling(p)
+	sib, res := f.gzipSibling(p)
 	if res == stepSuspend {
 		return stepSuspend
 	}
@@ -149,7 +149,7 @@ func (s *Server) stepGzip(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		p.h.Release()
 		p.h, p.gzip = sib, true
 		p.v.etag = gzipETag(sib.ETag)
-		p.v.modTime, p.v.dateClamped = s.dates.lastModified(sib.ModTime.Truncate(1e9))
+		p.v.modTime, p.v.dateClamped = f.dates.lastModified(sib.ModTime.Truncate(1e9))
 		return stepNext
 	}
 	if gz.mode != GzipOn {
@@ -161,7 +161,7 @@ func (s *Server) stepGzip(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		varyAcceptEncoding(ctx)
 		return stepNext
 	}
-	return s.serveCompressed(ctx, p)
+	return f.serveCompressed(ctx, p)
 }
 
 // varyAcceptEncoding adds Vary: Accept-Encoding as a line of its own
@@ -175,17 +175,17 @@ func varyAcceptEncoding(ctx *fasthttp.RequestCtx) {
 // to send: complete (the settle rule) and not older than the file (an
 // older one may be of an earlier version). Missing, older, unreadable:
 // nil, and the file itself is answered.
-func (s *Server) gzipSibling(p *plan) (*cache.Handle, stepResult) {
+func (f *files) gzipSibling(p *plan) (*cache.Handle, stepResult) {
 	name := p.h.Name + ".gz"
 	var sib *cache.Handle
 	var err error
 	if p.noBlock {
 		var ready bool
-		if sib, _, err, ready = s.cache.TryAcquire(name); !ready {
+		if sib, _, err, ready = f.cache.TryAcquire(name); !ready {
 			return nil, stepSuspend
 		}
 	} else {
-		sib, err = s.cache.Acquire(name)
+		sib, err = f.cache.Acquire(name)
 	}
 	if err != nil {
 		return nil, stepNext
@@ -194,10 +194,10 @@ func (s *Server) gzipSibling(p *plan) (*cache.Handle, stepResult) {
 		sib.Release()
 		return nil, stepNext
 	}
-	if s.pub.inProgress(sib, sib.ChangeTime(), false) {
+	if f.pub.inProgress(sib, sib.ChangeTime(), false) {
 		// Still being written (gzip -k writes it in place): dropped from
 		// the cache, so the finished one is opened again.
-		s.pub.drop(sib.Name)
+		f.pub.drop(sib.Name)
 		sib.Release()
 		return nil, stepNext
 	}
@@ -208,8 +208,8 @@ func (s *Server) gzipSibling(p *plan) (*cache.Handle, stepResult) {
 // with its cache entry, or made now (where blocking is allowed: it reads
 // the file when the cache did not inline it, and compressing is the
 // loop's time otherwise) and kept when the inline budget has room.
-func (s *Server) serveCompressed(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	gz, h := s.gz, p.h
+func (f *files) serveCompressed(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	gz, h := f.gz, p.h
 	e := h.Encoded()
 	if e == nil {
 		if p.noBlock {
@@ -218,8 +218,8 @@ func (s *Server) serveCompressed(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		src := h.Bytes
 		if src == nil {
 			var err error
-			if src, err = s.readWhole(h); err != nil {
-				s.resp.fail(ctx, err)
+			if src, err = f.readWhole(h); err != nil {
+				f.resp.fail(ctx, err)
 				return stepAnswered
 			}
 		}
@@ -233,7 +233,7 @@ func (s *Server) serveCompressed(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	}
 	v := p.v
 	v.etag = gzipETag(p.v.etag)
-	return s.serveMemory(ctx, p, v, e.Bytes, true)
+	return f.serveMemory(ctx, p, v, e.Bytes, true)
 }
 
 // encode compresses src; Bytes is nil when that is no smaller.
@@ -267,10 +267,10 @@ func gzipETag(etag string) string {
 }
 
 // gzipHeader marks a body of the precompressed sibling (stepRespond).
-func (s *Server) gzipHeader(ctx *fasthttp.RequestCtx, p *plan) {
+func (f *files) gzipHeader(ctx *fasthttp.RequestCtx, p *plan) {
 	if p.gzip {
 		ctx.Response.Header.SetCanonical(hdrContentEncoding, valGzip)
-		s.gz.st.Static.Add(1)
+		f.gz.st.Static.Add(1)
 	}
 }
 

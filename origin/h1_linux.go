@@ -423,7 +423,7 @@ func (ls *h1Server) serveRequest(r *h1Req) {
 		ls.render(r)
 		return
 	}
-	s.advance(ctx, p)
+	s.files.advance(ctx, p)
 	if p.live.waiting {
 		ls.waitLive(r)
 		return
@@ -444,7 +444,7 @@ func (ls *h1Server) serveRequest(r *h1Req) {
 func (r *h1Req) offload() {
 	defer r.ls.offloads.Done()
 	r.p.noBlock = false
-	r.ls.s.advance(&r.ctx, &r.p)
+	r.ls.s.files.advance(&r.ctx, &r.p)
 	r.c.Post(r.rendered)
 }
 

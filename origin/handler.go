@@ -107,7 +107,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, p *plan) {
 		p.kind = kindOther
 		return
 	}
-	s.advance(ctx, p)
+	s.files.advance(ctx, p)
 }
 
 // resolve runs the steps of a request that need no file: the message
@@ -169,7 +169,7 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) 
 	}
 	if a := s.auth.Load(); a != nil {
 		file, seg := a.stripCarrier(name.view())
-		if g, err = a.check(ctx, file, seg, s.clientIP(ctx), s.cfg.Now()); err != nil {
+		if g, err = a.check(ctx, file, seg, s.clientID.ip(ctx), s.cfg.Now()); err != nil {
 			s.deny(ctx, a, file, err)
 			return name, g, false
 		}

@@ -120,7 +120,7 @@ func newLiveWaits(cfg Config, acquire func(string) (*cache.Handle, error)) *live
 
 // stepLive answers, refuses or parks a request with Delivery Directives
 // for an HLS media playlist; anything else goes on.
-func (s *Server) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+func (f *files) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	if p.mt.kind != kindPlaylist || !strings.HasSuffix(p.h.Name, ".m3u8") {
 		return stepNext
 	}
@@ -131,7 +131,7 @@ func (s *Server) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		}
 		r, err := llhls.ParseQuery(q)
 		if err != nil {
-			s.resp.fail(ctx, errors.Join(errLiveDirective, err))
+			f.resp.fail(ctx, errors.Join(errLiveDirective, err))
 			return stepAnswered
 		}
 		p.live.req, p.live.parsed = r, true
@@ -139,20 +139,20 @@ func (s *Server) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	if !p.live.req.Any() {
 		return stepNext
 	}
-	v, res := s.liveVersion(ctx, p)
+	v, res := f.liveVersion(ctx, p)
 	if v == nil {
 		return res
 	}
 	switch v.pl.Decide(p.live.req) {
 	case llhls.TooFar:
-		s.resp.fail(ctx, errLiveDirective)
+		f.resp.fail(ctx, errLiveDirective)
 		return stepAnswered
 	case llhls.Wait:
-		switch s.live.outcome(ctx, p, v.pl.BlockLimit()) {
+		switch f.live.outcome(ctx, p, v.pl.BlockLimit()) {
 		case liveParks:
 			return stepWait
 		case liveTimedOut:
-			s.resp.fail(ctx, errLiveTimeout)
+			f.resp.fail(ctx, errLiveTimeout)
 			ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
 			return stepAnswered
 		}
@@ -160,7 +160,7 @@ func (s *Server) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	p.live.blocking = p.live.req.HasMSN && v.pl.CanBlockReload && !v.pl.EndList
 	if d := v.deltaFor(p.live.req.Skip); d != nil && !p.g.query.rewrites() {
 		p.live.blocking = true
-		return s.serveDelta(ctx, p, d)
+		return f.serveDelta(ctx, p, d)
 	}
 	return stepNext
 }
@@ -169,9 +169,9 @@ func (s *Server) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // parsed it already, else read (inlined bytes, or from the file where
 // blocking is allowed) and parsed now. nil with stepNext: a playlist
 // whose directives are ignored (not a media playlist, too large).
-func (s *Server) liveVersion(ctx *fasthttp.RequestCtx, p *plan) (*liveVersion, stepResult) {
+func (f *files) liveVersion(ctx *fasthttp.RequestCtx, p *plan) (*liveVersion, stepResult) {
 	h := p.h
-	if v := s.live.version(h); v != nil {
+	if v := f.live.version(h); v != nil {
 		return v, stepNext
 	}
 	if h.Size > liveMaxPlaylist {
@@ -183,8 +183,8 @@ func (s *Server) liveVersion(ctx *fasthttp.RequestCtx, p *plan) (*liveVersion, s
 			return nil, stepSuspend
 		}
 		var err error
-		if body, err = s.readWhole(h); err != nil {
-			s.resp.fail(ctx, err)
+		if body, err = f.readWhole(h); err != nil {
+			f.resp.fail(ctx, err)
 			return nil, stepAnswered
 		}
 	}
@@ -193,7 +193,7 @@ func (s *Server) liveVersion(ctx *fasthttp.RequestCtx, p *plan) (*liveVersion, s
 		return nil, stepNext
 	}
 	v := &liveVersion{etag: h.ETag, ctime: h.ChangeTime(), size: h.Size, body: body, pl: pl}
-	s.live.store(h.Name, v)
+	f.live.store(h.Name, v)
 	return v, stepNext
 }
 
@@ -214,24 +214,24 @@ func (v *liveVersion) deltaFor(skip llhls.Skip) []byte {
 
 // serveDelta answers with a delta update, whose entity tag is derived
 // from the file's and the body, as a rewritten playlist's is.
-func (s *Server) serveDelta(ctx *fasthttp.RequestCtx, p *plan, body []byte) stepResult {
+func (f *files) serveDelta(ctx *fasthttp.RequestCtx, p *plan, body []byte) stepResult {
 	v := validators{etag: rewrittenETag(p.h.ETag, body)}
-	v.modTime, v.dateClamped = s.dates.lastModified(p.h.ModTime.Truncate(time.Second))
-	return s.serveMemory(ctx, p, v, body, false)
+	v.modTime, v.dateClamped = f.dates.lastModified(p.h.ModTime.Truncate(time.Second))
+	return f.serveMemory(ctx, p, v, body, false)
 }
 
 // liveCacheControl gives the answer to a blocking reload or delta update
 // its Cache-Control, in place of the playlist's (a file still being
 // written keeps no-store).
-func (s *Server) liveCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
+func (f *files) liveCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
 	if !p.live.blocking || p.inProgress {
 		return
 	}
-	if s.live.cc == nil {
+	if f.live.cc == nil {
 		ctx.Response.Header.Del("Cache-Control")
 		return
 	}
-	ctx.Response.Header.SetCanonical(hdrCacheControl, s.live.cc)
+	ctx.Response.Header.SetCanonical(hdrCacheControl, f.live.cc)
 }
 
 // liveOutcome is what a request the playlist does not satisfy yet gets.

@@ -34,7 +34,7 @@ func (r *h1Req) wakeLive(expired bool) {
 func (r *h1Req) resumeLive() {
 	if !r.c.Closed() {
 		r.p.live.waiting, r.p.noBlock = false, true
-		r.ls.s.advance(&r.ctx, &r.p)
+		r.ls.s.files.advance(&r.ctx, &r.p)
 		switch {
 		case r.p.wouldBlock:
 			r.ls.offloads.Add(1)

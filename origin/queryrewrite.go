@@ -63,15 +63,15 @@ func rewriteFormat(name string) func(dst, src []byte, t *rewrite.Target) ([]byte
 // it is (too large, unreadable as a playlist, or nothing to rewrite:
 // counted); it suspends, having counted nothing, when the file must be
 // read and blocking is not allowed.
-func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+func (f *files) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	h, g := p.h, p.g
 	name := h.Name
-	a := s.auth.Load()
+	a := f.auth.Load()
 	format := rewriteFormat(name)
 	if a == nil || format == nil {
 		return stepNext
 	}
-	st := &s.stats.Rewrite
+	st := &f.stats.Rewrite
 	limit := a.cfg.QueryRewriteMaxBytes
 	if h.Size > limit {
 		st.TooLarge.Add(1)
@@ -84,12 +84,12 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 			return stepSuspend
 		}
 		var err error
-		if src, err = s.readWhole(h); err != nil {
-			s.resp.fail(ctx, err)
+		if src, err = f.readWhole(h); err != nil {
+			f.resp.fail(ctx, err)
 			return stepAnswered
 		}
 	}
-	t := a.rewriteTarget(ctx, name, g.query, s.clientIP(ctx), int(limit)*2, s.cfg.Now())
+	t := a.rewriteTarget(ctx, name, g.query, f.clientID.ip(ctx), int(limit)*2, f.now())
 	bp := a.outPool.Get().(*[]byte)
 	defer a.outPool.Put(bp)
 	out, res, err := format((*bp)[:0], src, t)
@@ -106,7 +106,7 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		return stepNext
 	}
 	st.Rewritten.Add(1)
-	return s.serveMemory(ctx, p, validators{etag: rewrittenETag(h.ETag, out)}, out, false)
+	return f.serveMemory(ctx, p, validators{etag: rewrittenETag(h.ETag, out)}, out, false)
 }
 
 // serveMemory answers GET or HEAD of p's file with body, made from the
@@ -116,32 +116,32 @@ func (s *Server) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // "A server MAY ignore the Range header field"): the body is made, not
 // stored, and players fetch playlists whole; no Accept-Ranges is sent
 // for it.
-func (s *Server) serveMemory(ctx *fasthttp.RequestCtx, p *plan, v validators, body []byte, gzip bool) stepResult {
+func (f *files) serveMemory(ctx *fasthttp.RequestCtx, p *plan, v validators, body []byte, gzip bool) stepResult {
 	h, g, mt := p.h, p.g, p.mt
-	if s.ra != nil && ctx.IsGet() {
-		s.ra.served(ctx, h.Name, mt.kind, h, ranges.Span{Start: 0, Length: h.Size}, true, g)
+	if f.ra != nil && ctx.IsGet() {
+		f.ra.served(ctx, h.Name, mt.kind, h, ranges.Span{Start: 0, Length: h.Size}, true, g)
 	}
 	if v.modTime.IsZero() {
-		v.modTime, v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
+		v.modTime, v.dateClamped = f.dates.lastModified(h.ModTime.Truncate(time.Second))
 	}
 	switch evaluatePreconditions(&p.rh, v) {
 	case notModified:
-		s.resp.setValidators(ctx, mt.kind, v, g, false)
-		s.liveCacheControl(ctx, p)
+		f.resp.setValidators(ctx, mt.kind, v, g, false)
+		f.liveCacheControl(ctx, p)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
-		s.stats.Kinds[mt.kind].Add(1)
+		f.stats.Kinds[mt.kind].Add(1)
 		return stepAnswered
 	case preconditionFailed:
-		s.resp.fail(ctx, errPrecondition)
+		f.resp.fail(ctx, errPrecondition)
 		return stepAnswered
 	}
-	s.resp.setValidators(ctx, mt.kind, v, g, false)
-	s.liveCacheControl(ctx, p)
-	s.stats.Kinds[mt.kind].Add(1)
+	f.resp.setValidators(ctx, mt.kind, v, g, false)
+	f.liveCacheControl(ctx, p)
+	f.stats.Kinds[mt.kind].Add(1)
 	ctx.Response.Header.SetContentType(mt.contentType)
 	if gzip {
 		ctx.Response.Header.SetCanonical(hdrContentEncoding, valGzip)
-		s.stats.Gzip.Compressed.Add(1)
+		f.stats.Gzip.Compressed.Add(1)
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	if ctx.IsHead() {
@@ -155,9 +155,9 @@ func (s *Server) serveMemory(ctx *fasthttp.RequestCtx, p *plan, v validators, bo
 // readWhole reads a file that the cache did not inline, after making it
 // resident through the cold readers when the cold path is on (so a
 // request's read waits for storage only there).
-func (s *Server) readWhole(h *cache.Handle) ([]byte, error) {
-	if s.cold != nil {
-		if _, err := s.cold.ensureResident(h.Name, kindPlaylist, h, ranges.Span{Start: 0, Length: h.Size}); err != nil {
+func (f *files) readWhole(h *cache.Handle) ([]byte, error) {
+	if f.cold != nil {
+		if _, err := f.cold.ensureResident(h.Name, kindPlaylist, h, ranges.Span{Start: 0, Length: h.Size}); err != nil {
 			return nil, err
 		}
 	}

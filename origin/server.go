@@ -53,6 +53,8 @@ type Server struct {
 	rec   recorder  // counts, times and logs every finished response
 
 	perClient *clientLimit // -max-conns-per-ip; nil: no limit
+
+	files *files // the file steps (steps.go)
 }
 
 // New validates cfg and builds a server. It starts no goroutine: Run does.
@@ -77,7 +79,19 @@ func New(cfg Config) (_ *Server, err error) {
 			return nil, err
 		}
 	}
+	s.files = newFiles(s)
 	return s, nil
+}
+
+// newFiles gives the file steps the subsystems they consult, once every
+// one is built.
+func newFiles(s *Server) *files {
+	return &files{
+		cache: s.cache, resp: s.resp, stats: &s.stats, pub: s.pub, live: s.live, tags: s.tags,
+		dates: &s.dates, gz: s.gz, cold: s.cold, ra: s.ra, auth: &s.auth, clientID: &s.clientID,
+		etagContent: s.cfg.ETag == ETagContent, maxRanges: s.cfg.MaxRanges, now: s.cfg.Now,
+		logOutcome: s.rec.access.w != nil,
+	}
 }
 
 // cleanups is what New undoes, last first, when a later step fails.
@@ -126,7 +140,7 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	s.streamPool.New = func() any { return new(bodyStream) }
 	s.planPool.New = func() any { return new(plan) }
 	s.pathPool.New = func() any { return new(pathBuf) }
-	s.rec.init(cfg, &s.stats, s.redactor, s.clientAddr)
+	s.rec.init(cfg, &s.stats, s.redactor, s.clientID.addr)
 	s.perClient = newClientLimit(cfg, &s.stats.ClientLimited)
 	return s, nil
 }

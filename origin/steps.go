@@ -2,6 +2,7 @@ package origin
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -48,18 +49,45 @@ const (
 	stepWait                       // wait for the file to change: the engine parks the request, which runs again from stepOpen
 )
 
-var fileSteps = [stepsDone]func(*Server, *fasthttp.RequestCtx, *plan) stepResult{
-	stepOpen:       (*Server).stepOpen,
-	stepValidators: (*Server).stepValidators,
-	stepPublish:    (*Server).stepPublish,
-	stepLive:       (*Server).stepLive,
-	stepContentTag: (*Server).stepContentTag,
-	stepRewrite:    (*Server).stepRewrite,
-	stepGzip:       (*Server).stepGzip,
-	stepConditions: (*Server).stepConditions,
-	stepRange:      (*Server).stepRange,
-	stepCold:       (*Server).stepCold,
-	stepRespond:    (*Server).stepRespond,
+var fileSteps = [stepsDone]func(*files, *fasthttp.RequestCtx, *plan) stepResult{
+	stepOpen:       (*files).stepOpen,
+	stepValidators: (*files).stepValidators,
+	stepPublish:    (*files).stepPublish,
+	stepLive:       (*files).stepLive,
+	stepContentTag: (*files).stepContentTag,
+	stepRewrite:    (*files).stepRewrite,
+	stepGzip:       (*files).stepGzip,
+	stepConditions: (*files).stepConditions,
+	stepRange:      (*files).stepRange,
+	stepCold:       (*files).stepCold,
+	stepRespond:    (*files).stepRespond,
+}
+
+// files runs the file steps. It owns no state of its own: it is the
+// request path's view of the subsystems the steps consult, each given by
+// New (newFiles), so a step reaches what it needs and nothing of the
+// server's wiring, listeners or engines.
+type files struct {
+	cache *cache.Cache
+	resp  *responder // header fields, validators, error answers
+	stats *counters
+	pub   *publisher   // the settle rule
+	live  *liveWaits   // Low-Latency HLS waits and versions
+	tags  *contentTags // -etag content
+	dates *dateClamp   // Last-Modified at or before Date
+	gz    *gzipPolicy
+	cold  *coldPath  // nil when -cold-readers is 0
+	ra    *readAhead // nil when read-ahead is off
+
+	// auth rewrites a playlist for a query token; clientID is who the
+	// rewritten URIs are bound to.
+	auth     *atomic.Pointer[authorizer]
+	clientID *clientIdentity
+
+	etagContent bool // -etag content
+	maxRanges   int
+	now         func() time.Time
+	logOutcome  bool // the access log records the cache outcome
 }
 
 // advance runs p's file steps from where it stopped. It returns with
@@ -67,10 +95,10 @@ var fileSteps = [stepsDone]func(*Server, *fasthttp.RequestCtx, *plan) stepResult
 // plan final: p.h is the body's file, or nil when ctx.Response holds the
 // whole answer. What is counted from the final answer alone is counted
 // here.
-func (s *Server) advance(ctx *fasthttp.RequestCtx, p *plan) {
+func (f *files) advance(ctx *fasthttp.RequestCtx, p *plan) {
 	p.wouldBlock = false
 	for p.step < stepsDone {
-		switch fileSteps[p.step](s, ctx, p) {
+		switch fileSteps[p.step](f, ctx, p) {
 		case stepNext:
 			p.step++
 		case stepAnswered:
@@ -94,33 +122,33 @@ func (s *Server) advance(ctx *fasthttp.RequestCtx, p *plan) {
 		}
 	}
 	if p.inProgress {
-		s.pub.counted(p.name.view(), p.inProgressSize)
+		f.pub.counted(p.name.view(), p.inProgressSize)
 	}
 }
 
 // stepOpen takes the file from the cache: without blocking only when the
 // cache holds it open already.
-func (s *Server) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+func (f *files) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	var h *cache.Handle
 	var outcome cache.Outcome
 	var err error
-	p.live.gen = s.live.changes.Load() // before the file is taken: see liveWaits.add
+	p.live.gen = f.live.changes.Load() // before the file is taken: see liveWaits.add
 	if p.noBlock {
 		var ready bool
-		if h, outcome, err, ready = s.cache.TryAcquire(p.name.view()); !ready {
+		if h, outcome, err, ready = f.cache.TryAcquire(p.name.view()); !ready {
 			return stepSuspend
 		}
 	} else {
-		h, outcome, err = s.cache.AcquireOutcome(p.name.view())
+		h, outcome, err = f.cache.AcquireOutcome(p.name.view())
 	}
-	if s.rec.access.w != nil {
+	if f.logOutcome {
 		ctx.SetUserValue(userCacheOutcome, outcome)
 	}
 	if err != nil {
 		if isColdBusy(err) {
-			s.stats.Cold.Refused.Add(1) // the open waited past -cold-deadline
+			f.stats.Cold.Refused.Add(1) // the open waited past -cold-deadline
 		}
-		s.resp.fail(ctx, err)
+		f.resp.fail(ctx, err)
 		return stepAnswered
 	}
 	p.h, p.opened = h, outcome == cache.Miss
@@ -130,20 +158,20 @@ func (s *Server) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // stepValidators finds the file's validators, its change time and its
 // media type. With -etag content the validator stored in the file's
 // attribute is read where blocking is allowed.
-func (s *Server) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
+func (f *files) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
 	h := p.h
 	p.changed = h.ChangeTime()
 	p.content = nil
-	if s.cfg.ETag == ETagContent {
-		if p.content = s.tags.content(h, !p.noBlock); p.content == nil && p.noBlock {
+	if f.etagContent {
+		if p.content = f.tags.content(h, !p.noBlock); p.content == nil && p.noBlock {
 			return stepSuspend
 		} else if p.content != nil {
 			p.changed = p.content.Changed
 		}
 	}
 	p.v = validators{etag: h.ETag}
-	p.v.modTime, p.v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
-	p.mt = s.resp.lookupType(h.Name)
+	p.v.modTime, p.v.dateClamped = f.dates.lastModified(h.ModTime.Truncate(time.Second))
+	p.mt = f.resp.lookupType(h.Name)
 	p.kind = p.mt.kind
 	return stepNext
 }
@@ -151,10 +179,10 @@ func (s *Server) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
 // stepPublish applies the settle rule: a file still being written is
 // answered 503, or with -in-progress uncached its bytes go out with
 // no-store.
-func (s *Server) stepPublish(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	uncached, err := s.pub.check(p.h, p.changed, p.opened)
+func (f *files) stepPublish(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	uncached, err := f.pub.check(p.h, p.changed, p.opened)
 	if err != nil {
-		s.resp.fail(ctx, err)
+		f.resp.fail(ctx, err)
 		ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
 		return stepAnswered
 	}
@@ -168,17 +196,17 @@ func (s *Server) stepPublish(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // hashed now when neither the entry nor the file's attribute knew it. A
 // file in progress served uncached keeps its size-mtime tag: its bytes so
 // far are a version of their own.
-func (s *Server) stepContentTag(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	if s.cfg.ETag != ETagContent || p.inProgress {
+func (f *files) stepContentTag(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	if !f.etagContent || p.inProgress {
 		return stepNext
 	}
 	if p.content == nil {
 		if p.noBlock {
 			return stepSuspend
 		}
-		c, err := s.tags.hashContent(p.h)
+		c, err := f.tags.hashContent(p.h)
 		if err != nil {
-			s.resp.fail(ctx, err)
+			f.resp.fail(ctx, err)
 			return stepAnswered
 		}
 		p.content = c
@@ -189,24 +217,24 @@ func (s *Server) stepContentTag(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 
 // stepRewrite answers a playlist authorised by a query token with the
 // token written into it (serveRewritten), where that applies.
-func (s *Server) stepRewrite(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+func (f *files) stepRewrite(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	if p.inProgress || !p.g.query.rewrites() || p.mt.kind != kindPlaylist {
 		return stepNext
 	}
-	return s.serveRewritten(ctx, p)
+	return f.serveRewritten(ctx, p)
 }
 
 // stepConditions evaluates the preconditions: 304 and 412 answer here.
-func (s *Server) stepConditions(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+func (f *files) stepConditions(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	switch evaluatePreconditions(&p.rh, p.v) {
 	case notModified:
-		s.resp.setValidators(ctx, p.mt.kind, p.v, p.g, p.inProgress)
-		s.liveCacheControl(ctx, p)
+		f.resp.setValidators(ctx, p.mt.kind, p.v, p.g, p.inProgress)
+		f.liveCacheControl(ctx, p)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
-		s.stats.Kinds[p.mt.kind].Add(1)
+		f.stats.Kinds[p.mt.kind].Add(1)
 		return stepAnswered
 	case preconditionFailed:
-		s.resp.fail(ctx, errPrecondition)
+		f.resp.fail(ctx, errPrecondition)
 		return stepAnswered
 	}
 	return stepNext
@@ -217,19 +245,19 @@ func (s *Server) stepConditions(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // that is unrecognized or for which range handling is not defined" — and
 // for HEAD it is not: "The Range header field is evaluated ... only for
 // GET", so HEAD answers as GET without Range would.
-func (s *Server) stepRange(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+func (f *files) stepRange(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	p.spans = nil
-	if len(p.rh.rng) == 0 || !ctx.IsGet() || !ifRange(p.rh.ifRange, p.v, s.cfg.Now()) {
+	if len(p.rh.rng) == 0 || !ctx.IsGet() || !ifRange(p.rh.ifRange, p.v, f.now()) {
 		return stepNext
 	}
 	size := p.h.Size
-	spans, err := ranges.ParseInto(p.spanBuf[:0], string(p.rh.rng), size, s.cfg.MaxRanges)
+	spans, err := ranges.ParseInto(p.spanBuf[:0], string(p.rh.rng), size, f.maxRanges)
 	switch {
 	case err == nil:
 		p.spans = spans
 	case errors.Is(err, ranges.ErrUnsatisfiable):
 		ctx.Response.Header.Set("Content-Range", ranges.UnsatisfiedContentRange(size))
-		s.resp.fail(ctx, err)
+		f.resp.fail(ctx, err)
 		return stepAnswered
 	default:
 		// ErrInvalid and ErrTooMany: ignore the Range header and send
@@ -241,23 +269,23 @@ func (s *Server) stepRange(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 
 // stepCold makes the body's first window resident (beforeBody): a cold
 // file can still be refused with 503 before its header leaves.
-func (s *Server) stepCold(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	return s.beforeBody(ctx, p)
+func (f *files) stepCold(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	return f.beforeBody(ctx, p)
 }
 
 // stepRespond writes the status and header fields of a 200 or 206 and
 // describes its body: the spans of p.h, and their multipart framing.
-func (s *Server) stepRespond(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+func (f *files) stepRespond(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	h, mt := p.h, p.mt
 	if p.rangesIgnored {
-		s.stats.RangesIgnored.Add(1)
+		f.stats.RangesIgnored.Add(1)
 	}
-	s.resp.setValidators(ctx, mt.kind, p.v, p.g, p.inProgress)
-	s.liveCacheControl(ctx, p)
-	s.stats.Kinds[mt.kind].Add(1)
+	f.resp.setValidators(ctx, mt.kind, p.v, p.g, p.inProgress)
+	f.liveCacheControl(ctx, p)
+	f.stats.Kinds[mt.kind].Add(1)
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrAcceptRanges, valBytes)
-	s.gzipHeader(ctx, p)
+	f.gzipHeader(ctx, p)
 	var mp *ranges.Multipart
 	var total int64
 	spans := p.spans
@@ -273,11 +301,11 @@ func (s *Server) stepRespond(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		hdr.SetCanonical(hdrContentRange, []byte(spans[0].ContentRange(h.Size)))
 		ctx.SetStatusCode(fasthttp.StatusPartialContent)
 	default:
-		mp = ranges.NewMultipart(s.resp.boundary(), mt.contentType, h.Size, spans)
+		mp = ranges.NewMultipart(f.resp.boundary(), mt.contentType, h.Size, spans)
 		total = mp.Len()
 		hdr.SetContentType(mp.ContentType())
 		ctx.SetStatusCode(fasthttp.StatusPartialContent)
-		s.stats.Multipart.Add(1)
+		f.stats.Multipart.Add(1)
 	}
 	if ctx.IsHead() || total == 0 {
 		// No body to send: fasthttp keeps the Content-Length we set when
