@@ -3,6 +3,7 @@ package origin
 import (
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -15,12 +16,41 @@ import (
 // counted and logged by admitted.
 var errAccessRefused = fmt.Errorf("origin: refused by the access rules: %w", fs.ErrPermission)
 
-// admission holds the allow/deny rules and valid referers in force
-// (Config.Access, swapped by ReloadAccess) and the limiters of their
-// refusals' log lines, which outlive a reload.
+// admission decides whether a request may be answered before any file is
+// looked at, as nginx's access phase does: the allow/deny rules and valid
+// referers in force (Config.Access, swapped by reloadAccess), the token
+// check (swapped by reloadAuth), who the request is from (the trusted
+// proxies) and the per-client limit. It owns those settings, their
+// refusals' answers and log limiters (which outlive a reload); it takes
+// the responder for the answers and the counters it counts into.
 type admission struct {
 	policy atomic.Pointer[access.Policy]      // nil: nothing refused, nothing read
 	logs   [access.NumVerdicts]rateLimitedLog // refusals, by verdict
+
+	auth      atomic.Pointer[authorizer] // nil when authorization is off
+	client    clientIdentity             // who a request is from (trusted proxies)
+	perClient *clientLimit               // -max-conns-per-ip; nil: no limit
+
+	resp     *responder
+	stats    *counters
+	log      *slog.Logger
+	loggable func(string) string
+	now      func() time.Time
+}
+
+// newAdmission makes the admission of cfg with nothing in force yet:
+// New's steps put the access rules (putAccess) and the authorizer in.
+func newAdmission(cfg Config, st *counters, resp *responder, loggable func(string) string) (*admission, error) {
+	client, err := newClientIdentity(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ad := &admission{client: client, perClient: newClientLimit(cfg, &st.ClientLimited),
+		resp: resp, stats: st, log: cfg.Logger, loggable: loggable, now: cfg.Now}
+	for i := range ad.logs {
+		ad.logs[i].Every, ad.logs[i].Now = 10*time.Second, cfg.Now
+	}
+	return ad, nil
 }
 
 // AccessCounters count requests refused by Config.Access, indexed by
@@ -39,10 +69,7 @@ func accessMetrics(t *table, st *AccessCounters[int64]) {
 
 // newAccess puts cfg.Access (checked by validate) in force: a step of New.
 func (s *Server) newAccess(*cleanups) error {
-	for i := range s.admit.logs {
-		s.admit.logs[i].Every, s.admit.logs[i].Now = 10*time.Second, s.cfg.Now
-	}
-	if err := s.ReloadAccess(s.cfg.Access); err != nil {
+	if err := s.admit.reloadAccess(s.cfg.Access); err != nil {
 		return fmt.Errorf("origin: access: %w", err)
 	}
 	return nil
@@ -52,18 +79,20 @@ func (s *Server) newAccess(*cleanups) error {
 // those of src (nginx statements, as Config.Access); an empty src turns
 // the check off. Requests already checked are unaffected. A src that
 // does not parse leaves the rules in force.
-func (s *Server) ReloadAccess(src string) error {
+func (s *Server) ReloadAccess(src string) error { return s.admit.reloadAccess(src) }
+
+func (ad *admission) reloadAccess(src string) error {
 	p, err := access.Parse(src)
 	if err != nil {
 		return err
 	}
 	for _, w := range p.Warnings {
-		s.log.Warn("access rules: "+w, "rules", p.Addresses.Len())
+		ad.log.Warn("access rules: "+w, "rules", p.Addresses.Len())
 	}
 	if p.Empty() {
 		p = nil
 	}
-	s.admit.policy.Store(p)
+	ad.policy.Store(p)
 	return nil
 }
 
@@ -78,33 +107,33 @@ func (s *Server) AccessRules() int {
 // admitted answers 403 and reports false when the rules in force refuse
 // the request (its client address, or its Referer); with none in force
 // it costs one atomic load.
-func (s *Server) admitted(ctx *fasthttp.RequestCtx) bool {
-	p := s.admit.policy.Load()
+func (ad *admission) admitted(ctx *fasthttp.RequestCtx) bool {
+	p := ad.policy.Load()
 	if p == nil {
 		return true
 	}
 	h := &ctx.Request.Header
 	referer := h.Peek(fasthttp.HeaderReferer)
 	present := len(referer) > 0 || len(h.PeekAll(fasthttp.HeaderReferer)) > 0
-	v := p.Check(s.clientID.addr(ctx), referer, present, ctx.Host())
+	v := p.Check(ad.client.addr(ctx), referer, present, ctx.Host())
 	if v == access.Allowed {
 		return true
 	}
-	s.stats.Access.Refused[v].Add(1)
-	if l := &s.admit.logs[v]; l.Allow() {
-		s.log.Info("request refused", "status", fasthttp.StatusForbidden, "reason", v.String(),
-			"path", s.loggable(string(ctx.Path())), "client", s.clientID.ip(ctx),
-			"referer", s.loggable(string(referer)), "suppressed", l.Suppressed())
+	ad.stats.Access.Refused[v].Add(1)
+	if l := &ad.logs[v]; l.Allow() {
+		ad.log.Info("request refused", "status", fasthttp.StatusForbidden, "reason", v.String(),
+			"path", ad.loggable(string(ctx.Path())), "client", ad.client.ip(ctx),
+			"referer", ad.loggable(string(referer)), "suppressed", l.Suppressed())
 	}
-	s.resp.fail(ctx, errAccessRefused)
+	ad.resp.fail(ctx, errAccessRefused)
 	return false
 }
 
 // accessLogDropped is the refusals' log lines held back.
-func (s *Server) accessLogDropped() int64 {
+func (ad *admission) accessLogDropped() int64 {
 	var n int64
-	for i := range s.admit.logs {
-		n += s.admit.logs[i].Dropped()
+	for i := range ad.logs {
+		n += ad.logs[i].Dropped()
 	}
 	return n
 }

@@ -402,10 +402,28 @@ func (a *authorizer) findToken(ctx *fasthttp.RequestCtx) (tok []byte, inURL bool
 	return nil, false
 }
 
+// authorize checks the token of a request for name, when authorization is
+// on: ok false, ctx holds the refusal. The name it returns is the file's,
+// without a path-carried token; the grant says what the token opens.
+func (ad *admission) authorize(ctx *fasthttp.RequestCtx, name reqName) (_ reqName, g grant, ok bool) {
+	a := ad.auth.Load()
+	if a == nil {
+		return name, g, true
+	}
+	file, seg := a.stripCarrier(name.view())
+	g, err := a.check(ctx, file, seg, ad.client.ip(ctx), ad.now())
+	if err != nil {
+		ad.deny(ctx, a, file, err)
+		return name, g, false
+	}
+	g.seg = name.sub(seg)
+	return name.sub(file), g, true
+}
+
 // deny answers a failed check. The body says only the status: nothing that
 // tells an attacker which part of a token was wrong. The log line names the
 // reason and the path, and never the token's MAC.
-func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err error) {
+func (ad *admission) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err error) {
 	code := fasthttp.StatusForbidden
 	switch {
 	case errors.Is(err, errNoToken):
@@ -418,11 +436,11 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 	}
 	r := authReasonOf(err)
 	if l := &a.logs[r.logGroup()]; l.Allow() {
-		s.log.Info("request refused", "status", code, "reason", r.String(), "path", s.loggable("/"+file),
-			"client", s.clientID.ip(ctx), "suppressed", l.Suppressed())
+		ad.log.Info("request refused", "status", code, "reason", r.String(), "path", ad.loggable("/"+file),
+			"client", ad.client.ip(ctx), "suppressed", l.Suppressed())
 	}
 	// A 410 is a refusal too: the Cache-Control of refusals, not of 404s.
-	s.resp.setErrorHeaders(&ctx.Response.Header, min(code, fasthttp.StatusForbidden))
+	ad.resp.setErrorHeaders(&ctx.Response.Header, min(code, fasthttp.StatusForbidden))
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(fmt.Sprintf("%d %s\n", code, fasthttp.StatusMessage(code)))
@@ -432,15 +450,17 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 // typically) without dropping a connection: requests already checked are
 // unaffected, the next ones use the new settings. Authorization can be
 // neither turned on nor off by a reload.
-func (s *Server) ReloadAuth(cfg AuthConfig) error {
-	if s.auth.Load() == nil || !cfg.enabled() {
+func (s *Server) ReloadAuth(cfg AuthConfig) error { return s.admit.reloadAuth(cfg) }
+
+func (ad *admission) reloadAuth(cfg AuthConfig) error {
+	if ad.auth.Load() == nil || !cfg.enabled() {
 		return errors.New("origin: authorization can only be reloaded when it is on, and stays on")
 	}
-	a, err := newAuthorizer(cfg, &s.stats.Auth, s.cfg.Now)
+	a, err := newAuthorizer(cfg, &ad.stats.Auth, ad.now)
 	if err != nil {
 		return fmt.Errorf("origin: auth: %w", err)
 	}
-	old := s.auth.Swap(a)
+	old := ad.auth.Swap(a)
 	// segorigin_log_suppressed_total{kind="auth"} is a counter: carry the
 	// held-back counts over, or a reload would make it go down.
 	for i := range a.logs {
@@ -451,12 +471,12 @@ func (s *Server) ReloadAuth(cfg AuthConfig) error {
 
 // redactor returns what hides tokens in logged text: the carriers of the
 // authorization in force, or (authorization off) hmac= fields only.
-func (s *Server) redactor() token.Redactor {
-	if a := s.auth.Load(); a != nil {
+func (ad *admission) redactor() token.Redactor {
+	if a := ad.auth.Load(); a != nil {
 		return a.redact
 	}
 	return token.Redactor{}
 }
 
 // AuthEnabled reports whether requests need tokens.
-func (s *Server) AuthEnabled() bool { return s.auth.Load() != nil }
+func (s *Server) AuthEnabled() bool { return s.admit.auth.Load() != nil }

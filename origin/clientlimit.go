@@ -78,17 +78,17 @@ func (l *clientLimit) give(a netip.Addr) {
 // holdClient counts the request in p against its client's limit, when
 // there is one: true when it may go on; false when ctx holds the answer
 // (503).
-func (s *Server) holdClient(ctx *fasthttp.RequestCtx, p *plan) bool {
-	if s.perClient == nil {
+func (ad *admission) holdClient(ctx *fasthttp.RequestCtx, p *plan) bool {
+	if ad.perClient == nil {
 		return true
 	}
-	a := s.clientID.addr(ctx)
-	if !s.perClient.take(a) {
-		if s.perClient.log.Allow() {
-			s.log.Warn("client over -max-conns-per-ip: answering 503", "client", a.String(),
-				"max_conns_per_ip", s.perClient.max, "suppressed", s.perClient.log.Suppressed())
+	a := ad.client.addr(ctx)
+	if !ad.perClient.take(a) {
+		if ad.perClient.log.Allow() {
+			ad.log.Warn("client over -max-conns-per-ip: answering 503", "client", a.String(),
+				"max_conns_per_ip", ad.perClient.max, "suppressed", ad.perClient.log.Suppressed())
 		}
-		s.resp.fail(ctx, errClientLimit)
+		ad.resp.fail(ctx, errClientLimit)
 		return false
 	}
 	if a.IsValid() {
@@ -98,9 +98,9 @@ func (s *Server) holdClient(ctx *fasthttp.RequestCtx, p *plan) bool {
 }
 
 // releaseClient ends p's count against its client's limit, once.
-func (s *Server) releaseClient(p *plan) {
+func (ad *admission) releaseClient(p *plan) {
 	if p.holds {
 		p.holds = false
-		s.perClient.give(p.client)
+		ad.perClient.give(p.client)
 	}
 }

@@ -205,7 +205,7 @@ const maxLoggedText = 256
 // loggable returns text fit for a log line: tokens redacted, cut to
 // maxLoggedText bytes.
 func (s *Server) loggable(text string) string {
-	text = s.redactor().String(text) // before the cut, which could split a token
+	text = s.admit.redactor().String(text) // before the cut, which could split a token
 	if len(text) > maxLoggedText {
 		text = text[:maxLoggedText] + "...(cut)"
 	}

@@ -418,7 +418,7 @@ func (ls *h1Server) serveRequest(r *h1Req) {
 	p := &r.p
 	*p = plan{noBlock: true}
 	var ok bool
-	if p.name, p.g, ok = s.resolve(ctx, &p.rh, &r.scratch); !ok || !s.holdClient(ctx, p) {
+	if p.name, p.g, ok = s.resolve(ctx, &p.rh, &r.scratch); !ok || !s.admit.holdClient(ctx, p) {
 		p.kind = kindOther
 		ls.render(r)
 		return
@@ -459,7 +459,7 @@ func (r *h1Req) afterOffload() {
 			r.p.h.Release()
 			r.p.h = nil
 		}
-		r.ls.s.releaseClient(&r.p)
+		r.ls.s.admit.releaseClient(&r.p)
 		r.ls.s.rec.finish(&r.ctx, r.p.kind, 0, "")
 		r.ls.putReq(r)
 		return
@@ -641,7 +641,7 @@ func (r *h1Req) finished(sent int64, err error) {
 		h.Release()
 		r.p.h = nil
 	}
-	s.releaseClient(&r.p)
+	s.admit.releaseClient(&r.p)
 	if !r.counted {
 		s.rec.finish(&r.ctx, r.p.kind, body, r.via)
 	}

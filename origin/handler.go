@@ -86,7 +86,7 @@ func (s *Server) handle(ctx *fasthttp.RequestCtx) {
 	p := s.planPool.Get().(*plan)
 	s.route(ctx, p)
 	if p.h == nil {
-		s.releaseClient(p)
+		s.admit.releaseClient(p)
 		s.finishNoStream(ctx, p.kind)
 	} else {
 		s.attachBody(ctx, p) // the body stream's Close releases the client's count
@@ -103,7 +103,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, p *plan) {
 	sp := s.pathPool.Get().(*pathBuf)
 	defer s.putPath(sp)
 	var ok bool
-	if p.name, p.g, ok = s.resolve(ctx, &p.rh, sp); !ok || !s.holdClient(ctx, p) {
+	if p.name, p.g, ok = s.resolve(ctx, &p.rh, sp); !ok || !s.admit.holdClient(ctx, p) {
 		p.kind = kindOther
 		return
 	}
@@ -127,7 +127,7 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) 
 		s.resp.fail(ctx, err)
 		return name, g, false
 	}
-	if !s.admitted(ctx) { // nginx's access phase: every method
+	if !s.admit.admitted(ctx) { // nginx's access phase: every method
 		return name, g, false
 	}
 	switch {
@@ -167,16 +167,7 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) 
 		s.resp.fail(ctx, err)
 		return name, g, false
 	}
-	if a := s.auth.Load(); a != nil {
-		file, seg := a.stripCarrier(name.view())
-		if g, err = a.check(ctx, file, seg, s.clientID.ip(ctx), s.cfg.Now()); err != nil {
-			s.deny(ctx, a, file, err)
-			return name, g, false
-		}
-		g.seg = name.sub(seg)
-		name = name.sub(file)
-	}
-	return name, g, true
+	return s.admit.authorize(ctx, name)
 }
 
 var slash = []byte("/")

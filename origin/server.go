@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"segorigin/cache"
@@ -28,9 +27,7 @@ type Server struct {
 	ra       *readAhead                 // nil when read-ahead is off
 	root     *mediaRoot                 // the directory served, opens under it, its checks
 	resp     *responder                 // header fields by configuration and status, error answers
-	clientID clientIdentity             // who a request is from (trusted proxies)
-	auth     atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
-	admit    admission                  // allow/deny and valid referers (cfg.Access); swapped by ReloadAccess
+	admit    *admission                 // access rules, tokens, client addresses and limits
 	gate     *conn.Gate                 // connection limits of every listener
 	tls      *conn.TLS                  // nil without a TLS certificate
 	stats    counters
@@ -51,8 +48,6 @@ type Server struct {
 
 	dates dateClamp // keeps Last-Modified at or before Date
 	rec   recorder  // counts, times and logs every finished response
-
-	perClient *clientLimit // -max-conns-per-ip; nil: no limit
 
 	files *files // the file steps (steps.go)
 }
@@ -88,7 +83,7 @@ func New(cfg Config) (_ *Server, err error) {
 func newFiles(s *Server) *files {
 	return &files{
 		cache: s.cache, resp: s.resp, stats: &s.stats, pub: s.pub, live: s.live, tags: s.tags,
-		dates: &s.dates, gz: s.gz, cold: s.cold, ra: s.ra, auth: &s.auth, clientID: &s.clientID,
+		dates: &s.dates, gz: s.gz, cold: s.cold, ra: s.ra, auth: &s.admit.auth, clientID: &s.admit.client,
 		etagContent: s.cfg.ETag == ETagContent, maxRanges: s.cfg.MaxRanges, now: s.cfg.Now,
 		logOutcome: s.rec.access.w != nil,
 	}
@@ -120,12 +115,11 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 		return nil, fmt.Errorf("origin: root: %w", err)
 	}
 	undo.add(rt.dir.Close)
-	clientID, err := newClientIdentity(cfg)
-	if err != nil {
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.resp = newResponder(cfg, &s.stats, s.rec.countResponse, s.loggable)
+	if s.admit, err = newAdmission(cfg, &s.stats, s.resp, s.loggable); err != nil {
 		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
 	}
-	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger}
-	s.resp = newResponder(cfg, &s.stats, s.rec.countResponse, s.loggable)
 	s.root = newMediaRoot(cfg, rt, &s.stats, func() {
 		invalidator{s}.InvalidateAll()
 		if s.watch != nil {
@@ -140,8 +134,7 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	s.streamPool.New = func() any { return new(bodyStream) }
 	s.planPool.New = func() any { return new(plan) }
 	s.pathPool.New = func() any { return new(pathBuf) }
-	s.rec.init(cfg, &s.stats, s.redactor, s.clientID.addr)
-	s.perClient = newClientLimit(cfg, &s.stats.ClientLimited)
+	s.rec.init(cfg, &s.stats, s.admit.redactor, s.admit.client.addr)
 	return s, nil
 }
 
@@ -150,7 +143,7 @@ func (s *Server) newGate(*cleanups) (err error) {
 	cfg := s.cfg
 	s.gate, err = conn.NewGate(conn.GateConfig{
 		MaxConns:     cfg.MaxConns,
-		Trusted:      s.clientID.trusted,
+		Trusted:      s.admit.client.trusted,
 		Proxy:        conn.ProxyMode(cfg.ProxyProtocol),
 		OnFDPressure: s.onFDPressure,
 		Logger:       s.log,
@@ -172,7 +165,7 @@ func (s *Server) newAuth(*cleanups) error {
 	if err != nil {
 		return fmt.Errorf("origin: auth: %w", err)
 	}
-	s.auth.Store(a)
+	s.admit.auth.Store(a)
 	return nil
 }
 

@@ -74,7 +74,7 @@ func (s *Server) Latency() prometheus.Collector { return s.rec.latency }
 // access, access_log, in_progress, permission_denied, client_limit.
 func (s *Server) LogSuppressed() map[string]int64 {
 	var auth int64
-	if a := s.auth.Load(); a != nil {
+	if a := s.admit.auth.Load(); a != nil {
 		for i := range a.logs {
 			auth += a.logs[i].Dropped()
 		}
@@ -82,9 +82,9 @@ func (s *Server) LogSuppressed() map[string]int64 {
 	return map[string]int64{
 		"parse_error": s.resp.parseErrLog.Dropped(), "bad_path": s.resp.badPathLog.Dropped(),
 		"root_escape": s.resp.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.Dropped(),
-		"emfile": s.resp.emfileLog.Dropped(), "auth": auth, "access": s.accessLogDropped(), "access_log": s.rec.access.errLog.Dropped(),
+		"emfile": s.resp.emfileLog.Dropped(), "auth": auth, "access": s.admit.accessLogDropped(), "access_log": s.rec.access.errLog.Dropped(),
 		"in_progress": s.pub.logged.limit.Dropped(), "permission_denied": s.resp.permLog.Dropped(),
-		"client_limit": s.perClient.dropped(),
+		"client_limit": s.admit.perClient.dropped(),
 	}
 }
 

@@ -244,7 +244,7 @@ func (b *bodyStream) Close() error {
 	b.h.Release()
 	if b.holds {
 		b.holds = false
-		b.srv.perClient.give(b.client)
+		b.srv.admit.perClient.give(b.client)
 	}
 	s := b.srv
 	s.rec.finish(b.ctx, b.kind, b.sent, b.via)
