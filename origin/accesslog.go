@@ -97,9 +97,9 @@ func (r *recorder) finish(ctx *fasthttp.RequestCtx, k kind, sent int64, via stri
 
 // finishNoStream records a response whose body (if any) fasthttp writes
 // from memory: errors, 304, HEAD, empty files.
-func (s *Server) finishNoStream(ctx *fasthttp.RequestCtx, k kind) {
+func (q *handler) finishNoStream(ctx *fasthttp.RequestCtx, k kind) {
 	n := int64(len(ctx.Response.Body()))
-	s.rec.finish(ctx, k, n, "")
+	q.rec.finish(ctx, k, n, "")
 }
 
 // logAccess formats and writes one access line. Every logged text that
@@ -216,7 +216,7 @@ type CMCDCounters[C any] struct {
 }
 
 // countCMCD parses and counts a GET or HEAD request's CMCD.
-func (s *Server) countCMCD(ctx *fasthttp.RequestCtx, rh *reqHeaders) {
+func (q *handler) countCMCD(ctx *fasthttp.RequestCtx, rh *reqHeaders) {
 	if len(rh.cmcd[0])+len(rh.cmcd[1])+len(rh.cmcd[2])+len(rh.cmcd[3]) == 0 && len(ctx.URI().QueryString()) == 0 {
 		return
 	}
@@ -225,7 +225,7 @@ func (s *Server) countCMCD(ctx *fasthttp.RequestCtx, rh *reqHeaders) {
 	if !present {
 		return
 	}
-	st := &s.stats.CMCD
+	st := &q.stats.CMCD
 	st.Requests[d.ObjectType][d.StreamingFormat].Add(1)
 	if d.BufferStarvation {
 		st.Starvation.Add(1)

@@ -62,7 +62,7 @@ func BenchmarkHandleLogged(b *testing.B) {
 			ctx.Init(&req, nil, nil)
 			b.ReportAllocs()
 			for b.Loop() {
-				s.handle(&ctx)
+				s.h.handle(&ctx)
 				if ctx.Response.StatusCode() != fasthttp.StatusOK {
 					b.Fatalf("status %d", ctx.Response.StatusCode())
 				}

@@ -44,7 +44,7 @@ func TestDateClampAllocs(t *testing.T) {
 		var ctx fasthttp.RequestCtx
 		ctx.Init(&req, nil, nil)
 		serve := func() {
-			s.handle(&ctx)
+			s.h.handle(&ctx)
 			if ctx.Response.StatusCode() != fasthttp.StatusOK {
 				t.Fatalf("GET %s: status %d", path, ctx.Response.StatusCode())
 			}

@@ -26,7 +26,7 @@ type loopServer struct {
 }
 
 func (s *Server) newLoopServer(gl *conn.Listener) (*loopServer, error) {
-	ls := &loopServer{h1Server: s.newH1Server(gl)}
+	ls := &loopServer{h1Server: s.h.newH1Server(gl)}
 	eng, err := loop.New(loop.Config{
 		Loops:        s.cfg.Loops,
 		ReadBuffer:   h1FirstBuffer,

@@ -47,7 +47,7 @@ const writeBufferSize = 4096
 // newFastHTTP is the server of the listeners the loops do not serve here.
 func (s *Server) newFastHTTP() *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:                       s.handle,
+		Handler:                       s.h.handle,
 		Name:                          s.cfg.ServerName,
 		NoDefaultServerHeader:         s.cfg.ServerName == "",
 		NoDefaultContentType:          true,
@@ -62,7 +62,7 @@ func (s *Server) newFastHTTP() *fasthttp.Server {
 		DisableHeaderNamesNormalizing: false,
 		ReduceMemoryUsage:             true,
 		CloseOnShutdown:               true,
-		Logger:                        fasthttpLogger{s},
+		Logger:                        s.fasthttpLog,
 		ErrorHandler:                  s.resp.handleParseError,
 		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 			persistLaterMinor(h)

@@ -19,7 +19,7 @@ type streamServer struct {
 }
 
 func (s *Server) newStreamServer() *streamServer {
-	ss := &streamServer{h1Server: s.newH1Server(nil)}
+	ss := &streamServer{h1Server: s.h.newH1Server(nil)}
 	ss.srv = stream.New(stream.Config{
 		ReadBuffer:      h1FirstBuffer,
 		ReadTimeout:     s.cfg.ReadTimeout,

@@ -216,7 +216,7 @@ func fuzzServer(f testing.TB) *h1Server {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { s.Close() })
-	return s.newH1Server(nil)
+	return s.h.newH1Server(nil)
 }
 
 // FuzzRequestPath: raw bytes through the whole request path (the HTTP/1

@@ -35,7 +35,7 @@ import (
 // cold window) runs on a goroutine, and the connection resumes when it is
 // done.
 type h1Server struct {
-	s    *Server
+	s    *handler
 	ln   *conn.Listener // the gate's limits and PROXY rule (the loops); nil where the listener applies them itself
 	reqs sync.Pool      // *h1Req
 	// offloads counts the goroutines answering parked requests (each
@@ -67,10 +67,10 @@ type h1Conn interface {
 	Draining() bool
 }
 
-func (s *Server) newH1Server(gl *conn.Listener) *h1Server {
-	ls := &h1Server{s: s, ln: gl}
+func (q *handler) newH1Server(gl *conn.Listener) *h1Server {
+	ls := &h1Server{s: q, ln: gl}
 	ls.reqs.New = func() any {
-		r := &h1Req{ls: ls, br: bufio.NewReaderSize(nil, s.cfg.MaxHeaderBytes)}
+		r := &h1Req{ls: ls, br: bufio.NewReaderSize(nil, q.cfg.MaxHeaderBytes)}
 		r.done, r.ready, r.rendered = r.finished, r.readyWindow, r.afterOffload
 		return r
 	}
@@ -81,7 +81,7 @@ func (s *Server) newH1Server(gl *conn.Listener) *h1Server {
 // header on every transport: one byte more than the largest header, so
 // that fasthttp's reader reports a longer one as too large (431) or its
 // request-target too long (414). A body grows it further, up to its limit.
-func (s *Server) h1ReadBuffer() int { return max(s.cfg.MaxHeaderBytes+1, 16<<10) }
+func (q *handler) h1ReadBuffer() int { return max(q.cfg.MaxHeaderBytes+1, 16<<10) }
 
 // h1FirstBuffer is a connection's read buffer when a request begins: most
 // requests fit, and one that does not grows it (data).
@@ -652,7 +652,7 @@ func (ls *h1Server) getReq(c h1Conn) *h1Req {
 	r := ls.reqs.Get().(*h1Req)
 	r.c = c
 	ctx := &r.ctx
-	ctx.Init2(c.NetConn(), fasthttpLogger{ls.s}, false)
+	ctx.Init2(c.NetConn(), ls.s.fasthttpLog, false)
 	ctx.Request.Reset()
 	ctx.Response.Reset()
 	ctx.Response.Header.SetNoDefaultContentType(true)

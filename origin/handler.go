@@ -3,8 +3,10 @@ package origin
 import (
 	"bytes"
 	"crypto/rand"
+	"log/slog"
 	"net/netip"
 	"strconv"
+	"sync"
 
 	"github.com/valyala/fasthttp"
 
@@ -76,79 +78,118 @@ type plan struct {
 	spanBuf [4]ranges.Span
 }
 
+// handler is the request path every engine drives: a parsed request is
+// resolved (the message, the method, the path, admission), its file
+// answered by the file steps, and its body handed to the engine or the
+// body stream, then recorded. It owns the request path's pools; the rest
+// it takes from New, read only: the configuration, the subsystems it
+// consults and the counters it counts into. It never listens, accepts or
+// starts a goroutine of its own.
+type handler struct {
+	cfg   *Config
+	log   *slog.Logger
+	stats *counters
+	resp  *responder
+	rec   *recorder
+	admit *admission
+	files *files
+	cache *cache.Cache
+	cold  *coldPath // nil when -cold-readers is 0
+	live  *liveWaits
+
+	fasthttpLog *fasthttpLogger // fasthttp's own lines, rate limited (Server's)
+
+	bufPool    *sync.Pool // *[]byte copy buffers for the userspace body path (Server's)
+	streamPool sync.Pool  // *bodyStream
+	planPool   sync.Pool  // *plan
+	pathPool   sync.Pool  // *pathBuf: the cache key of a request, see route
+}
+
+// newHandler is the request path over s's subsystems, once every one is
+// built.
+func newHandler(s *Server) *handler {
+	q := &handler{cfg: &s.cfg, log: s.log, stats: &s.stats, resp: s.resp, rec: &s.rec, admit: s.admit,
+		files: s.files, cache: s.cache, cold: s.cold, live: s.live, bufPool: &s.bufPool,
+		fasthttpLog: s.fasthttpLog}
+	q.streamPool.New = func() any { return new(bodyStream) }
+	q.planPool.New = func() any { return new(plan) }
+	q.pathPool.New = func() any { return new(pathBuf) }
+	return q
+}
+
 // handle is the fasthttp request handler: the request becomes a plan, and a
 // file body becomes the body stream that the transport sends. A streamed
 // response is recorded (latency, access log) by the stream's Close, every
 // other one here.
-func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+func (q *handler) handle(ctx *fasthttp.RequestCtx) {
 	// Pooled: spans points into spanBuf, so a plan on the stack would
 	// move to the heap, one allocation per request.
-	p := s.planPool.Get().(*plan)
-	s.route(ctx, p)
+	p := q.planPool.Get().(*plan)
+	q.route(ctx, p)
 	if p.h == nil {
-		s.admit.releaseClient(p)
-		s.finishNoStream(ctx, p.kind)
+		q.admit.releaseClient(p)
+		q.finishNoStream(ctx, p.kind)
 	} else {
-		s.attachBody(ctx, p) // the body stream's Close releases the client's count
+		q.attachBody(ctx, p) // the body stream's Close releases the client's count
 	}
 	*p = plan{}
-	s.planPool.Put(p)
+	q.planPool.Put(p)
 }
 
 // route answers the request into p.
-func (s *Server) route(ctx *fasthttp.RequestCtx, p *plan) {
+func (q *handler) route(ctx *fasthttp.RequestCtx, p *plan) {
 	// The cache key lives in a pooled buffer, not a new string: a
 	// request allocates nothing. The reqName over it ends when route
 	// returns (see reqName).
-	sp := s.pathPool.Get().(*pathBuf)
-	defer s.putPath(sp)
+	sp := q.pathPool.Get().(*pathBuf)
+	defer q.putPath(sp)
 	var ok bool
-	if p.name, p.g, ok = s.resolve(ctx, &p.rh, sp); !ok || !s.admit.holdClient(ctx, p) {
+	if p.name, p.g, ok = q.resolve(ctx, &p.rh, sp); !ok || !q.admit.holdClient(ctx, p) {
 		p.kind = kindOther
 		return
 	}
-	s.files.advance(ctx, p)
+	q.files.advance(ctx, p)
 }
 
 // resolve runs the steps of a request that need no file: the message
 // checks, the method, the path (decoded into sp) and authorization. ok
 // false: ctx.Response holds the answer.
-func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) (name reqName, g grant, ok bool) {
-	s.stats.Requests.Add(1)
+func (q *handler) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) (name reqName, g grant, ok bool) {
+	q.stats.Requests.Add(1)
 	rh.scan(&ctx.Request.Header)
 	// Every response: a browser must never guess a media or playlist
 	// response to be HTML or script (an uploaded .txt, a .json manifest).
 	ctx.Response.Header.SetCanonical(hdrNoSniff, valNoSniff)
-	s.resp.setCORS(ctx, rh.origin)
+	q.resp.setCORS(ctx, rh.origin)
 	if err := checkMessage(&ctx.Request.Header, rh); err != nil {
 		// The message itself is not one we can answer; what follows it
 		// on the connection cannot be trusted either.
 		ctx.SetConnectionClose()
-		s.resp.fail(ctx, err)
+		q.resp.fail(ctx, err)
 		return name, g, false
 	}
-	if !s.admit.admitted(ctx) { // nginx's access phase: every method
+	if !q.admit.admitted(ctx) { // nginx's access phase: every method
 		return name, g, false
 	}
 	switch {
 	case ctx.IsGet(), ctx.IsHead():
 	case ctx.IsOptions():
-		s.resp.options(ctx)
+		q.resp.options(ctx)
 		return name, g, false
 	case isKnownMethod(ctx.Method()):
 		// RFC 9110 §15.5.6: "The origin server MUST generate an Allow
 		// header field in a 405 response".
 		ctx.Response.Header.Set("Allow", corsAllowMethods)
-		s.resp.fail(ctx, errMethod)
+		q.resp.fail(ctx, errMethod)
 		return name, g, false
 	default:
 		// RFC 9110 §9.1: "An origin server that receives a request method
 		// that is unrecognized or not implemented SHOULD respond with the
 		// 501 (Not Implemented) status code."
-		s.resp.fail(ctx, errNotImplemented)
+		q.resp.fail(ctx, errNotImplemented)
 		return name, g, false
 	}
-	s.countCMCD(ctx, rh)
+	q.countCMCD(ctx, rh)
 	raw := ctx.URI().PathOriginal()
 	if len(raw) == 0 {
 		// Absolute-form with an empty path ("GET http://host?q"): fasthttp
@@ -160,14 +201,14 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) 
 	}
 	key, err := cleanPathInto(sp.b[:0], raw)
 	name = sp.name(key)
-	if err == nil && !s.cfg.ServeDotfiles && hiddenSegment(name.view()) {
+	if err == nil && !q.cfg.ServeDotfiles && hiddenSegment(name.view()) {
 		err = errHiddenPath
 	}
 	if err != nil {
-		s.resp.fail(ctx, err)
+		q.resp.fail(ctx, err)
 		return name, g, false
 	}
-	return s.admit.authorize(ctx, name)
+	return q.admit.authorize(ctx, name)
 }
 
 var slash = []byte("/")

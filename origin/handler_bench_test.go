@@ -81,7 +81,7 @@ func benchGETWith(b *testing.B, s *Server, target string, fields []string, check
 	var hdr []byte
 	b.ReportAllocs()
 	for b.Loop() {
-		s.handle(&ctx)
+		s.h.handle(&ctx)
 		if ctx.Response.StatusCode() != fasthttp.StatusOK {
 			b.Fatalf("GET %s: status %d", target, ctx.Response.StatusCode())
 		}
@@ -125,7 +125,7 @@ func BenchmarkHandleParallel(b *testing.B) {
 		var ctx fasthttp.RequestCtx
 		ctx.Init(&req, nil, nil)
 		for pb.Next() {
-			s.handle(&ctx)
+			s.h.handle(&ctx)
 			if ctx.Response.StatusCode() != fasthttp.StatusOK {
 				b.Errorf("status %d", ctx.Response.StatusCode())
 				return

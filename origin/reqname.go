@@ -68,7 +68,7 @@ func (n reqName) sub(s string) reqName { return reqName{s: s, buf: n.buf, gen: n
 
 // putPath hands a request's path buffer back to the pool, ending its
 // names.
-func (s *Server) putPath(b *pathBuf) {
+func (q *handler) putPath(b *pathBuf) {
 	b.release()
-	s.pathPool.Put(b)
+	q.pathPool.Put(b)
 }

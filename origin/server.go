@@ -19,37 +19,34 @@ import (
 // Server is a segorigin origin: one fasthttp server over one media root,
 // with its file cache and, when enabled, the watcher that invalidates it.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	cache    *cache.Cache
-	watch    *watcher.Watcher           // nil when cfg.Watch is false
-	cold     *coldPath                  // nil when cfg.ColdReaders is 0
-	ra       *readAhead                 // nil when read-ahead is off
-	root     *mediaRoot                 // the directory served, opens under it, its checks
-	resp     *responder                 // header fields by configuration and status, error answers
-	admit    *admission                 // access rules, tokens, client addresses and limits
-	gate     *conn.Gate                 // connection limits of every listener
-	tls      *conn.TLS                  // nil without a TLS certificate
-	stats    counters
+	cfg   Config
+	log   *slog.Logger
+	cache *cache.Cache
+	watch *watcher.Watcher // nil when cfg.Watch is false
+	cold  *coldPath        // nil when cfg.ColdReaders is 0
+	ra    *readAhead       // nil when read-ahead is off
+	root  *mediaRoot       // the directory served, opens under it, its checks
+	resp  *responder       // header fields by configuration and status, error answers
+	admit *admission       // access rules, tokens, client addresses and limits
+	gate  *conn.Gate       // connection limits of every listener
+	tls   *conn.TLS        // nil without a TLS certificate
+	stats counters
 
-	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
+	bufPool sync.Pool // *[]byte copy buffers: the userspace body path, the cold readers, read-ahead
 
-	fasthttpLog rateLimitedLog // fasthttp's own lines (they echo request bytes), once per interval
+	fasthttpLog *fasthttpLogger // fasthttp's own lines (they echo request bytes), once per interval
 
 	pub  *publisher   // the settle rule: files still being written
 	live *liveWaits   // requests waiting for a playlist to change (Low-Latency HLS)
 	tags *contentTags // content validators (-etag content)
-
-	streamPool sync.Pool // *bodyStream
-	planPool   sync.Pool // *plan
-	pathPool   sync.Pool // *pathBuf: the cache key of a request, see route
 
 	gz *gzipPolicy // gzip of text answers (gzip.go)
 
 	dates dateClamp // keeps Last-Modified at or before Date
 	rec   recorder  // counts, times and logs every finished response
 
-	files *files // the file steps (steps.go)
+	files *files   // the file steps (steps.go)
+	h     *handler // the request path every engine drives (handler.go)
 }
 
 // New validates cfg and builds a server. It starts no goroutine: Run does.
@@ -75,6 +72,7 @@ func New(cfg Config) (_ *Server, err error) {
 		}
 	}
 	s.files = newFiles(s)
+	s.h = newHandler(s)
 	return s, nil
 }
 
@@ -130,10 +128,8 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
 	s.live = newLiveWaits(cfg, func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) })
-	s.fasthttpLog.Every, s.fasthttpLog.Now = 10*time.Second, cfg.Now
-	s.streamPool.New = func() any { return new(bodyStream) }
-	s.planPool.New = func() any { return new(plan) }
-	s.pathPool.New = func() any { return new(pathBuf) }
+	s.fasthttpLog = &fasthttpLogger{log: cfg.Logger, loggable: s.loggable}
+	s.fasthttpLog.lim.Every, s.fasthttpLog.lim.Now = 10*time.Second, cfg.Now
 	s.rec.init(cfg, &s.stats, s.admit.redactor, s.admit.client.addr)
 	return s, nil
 }
@@ -467,15 +463,18 @@ func (s *Server) onFDPressure(err error) {
 // interval: for every connection that sends an unparseable request,
 // fasthttp writes a line that echoes the request's bytes, which a client
 // could otherwise use to fill the disk. The text is redacted and cut.
-type fasthttpLogger struct{ s *Server }
+type fasthttpLogger struct {
+	lim      rateLimitedLog
+	log      *slog.Logger
+	loggable func(string) string
+}
 
-func (f fasthttpLogger) Printf(format string, args ...any) {
-	s := f.s
-	if !s.fasthttpLog.Allow() {
+func (f *fasthttpLogger) Printf(format string, args ...any) {
+	if !f.lim.Allow() {
 		return
 	}
-	s.log.Warn(s.loggable(fmt.Sprintf(format, args...)), "component", "fasthttp",
-		"suppressed", s.fasthttpLog.Suppressed())
+	f.log.Warn(f.loggable(fmt.Sprintf(format, args...)), "component", "fasthttp",
+		"suppressed", f.lim.Suppressed())
 }
 
 // BodyPaths describes, as slog attributes, which body paths this process

@@ -81,7 +81,7 @@ func (s *Server) LogSuppressed() map[string]int64 {
 	}
 	return map[string]int64{
 		"parse_error": s.resp.parseErrLog.Dropped(), "bad_path": s.resp.badPathLog.Dropped(),
-		"root_escape": s.resp.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.Dropped(),
+		"root_escape": s.resp.escapeLog.Dropped(), "fasthttp": s.fasthttpLog.lim.Dropped(),
 		"emfile": s.resp.emfileLog.Dropped(), "auth": auth, "access": s.admit.accessLogDropped(), "access_log": s.rec.access.errLog.Dropped(),
 		"in_progress": s.pub.logged.limit.Dropped(), "permission_denied": s.resp.permLog.Dropped(),
 		"client_limit": s.admit.perClient.dropped(),

@@ -26,7 +26,7 @@ const copyBufSize = 64 << 10
 // File descriptor ownership: the handler acquires h from the cache and hands
 // it to the stream; from then on only Close releases it.
 type bodyStream struct {
-	srv   *Server
+	srv   *handler
 	conn  net.Conn
 	name  string // cache key of h, for the cold-read path
 	h     *cache.Handle
@@ -59,10 +59,10 @@ var _ fasthttp.BodyWriterTo = (*bodyStream)(nil)
 
 // attachBody hands the plan's file and spans to a pooled body stream and
 // sets it as the response body: the fasthttp engine's rendering of a plan.
-func (s *Server) attachBody(ctx *fasthttp.RequestCtx, p *plan) {
+func (q *handler) attachBody(ctx *fasthttp.RequestCtx, p *plan) {
 	h, total := p.h, p.total
-	bs := s.streamPool.Get().(*bodyStream)
-	bs.srv, bs.conn, bs.name, bs.h, bs.mp, bs.total = s, ctx.Conn(), h.Name, h, p.mp, total // h.Name: the caller's name is reused after route
+	bs := q.streamPool.Get().(*bodyStream)
+	bs.srv, bs.conn, bs.name, bs.h, bs.mp, bs.total = q, ctx.Conn(), h.Name, h, p.mp, total // h.Name: the caller's name is reused after route
 	bs.ctx, bs.kind, bs.sent, bs.via = ctx, p.kind, 0, ""
 	bs.client, bs.holds = p.client, p.holds
 	p.holds = false
@@ -209,8 +209,8 @@ type bodyEnd struct {
 // countBody counts a file body under its path, its bytes under the paths
 // that sent them, and how it ended: the one place both engines count a
 // body.
-func (s *Server) countBody(e bodyEnd) {
-	t := &s.stats.Transport
+func (q *handler) countBody(e bodyEnd) {
+	t := &q.stats.Transport
 	sfResponses, sfBytes := &t.SendfileResponses, &t.SendfileBytes
 	if e.ktls {
 		sfResponses, sfBytes = &t.KTLSResponses, &t.KTLSBytes
@@ -231,7 +231,7 @@ func (s *Server) countBody(e bodyEnd) {
 	switch {
 	case e.truncated:
 		t.Truncated.Add(1)
-		s.log.Warn("file shrank while being sent: closing the connection",
+		q.log.Warn("file shrank while being sent: closing the connection",
 			"sent", e.sent, "want", e.want, "size_at_open", e.size)
 	case e.aborted:
 		t.Aborted.Add(1)
@@ -262,11 +262,11 @@ func (b *bodyStream) Close() error {
 // copyWriter is the userspace body path: pread into a pooled buffer, then
 // write. On TLS each write is one record's worth.
 type copyWriter struct {
-	srv  *Server
+	srv  *handler
 	conn net.Conn
 }
 
-func (w *copyWriter) reset(s *Server, c net.Conn) { w.srv, w.conn = s, c }
+func (w *copyWriter) reset(s *handler, c net.Conn) { w.srv, w.conn = s, c }
 
 func (w *copyWriter) framing(p []byte, _ bool) (int64, error) {
 	n, err := w.conn.Write(p)
@@ -280,7 +280,7 @@ func (w *copyWriter) span(h *cache.Handle, sp ranges.Span) (int64, error) {
 }
 
 // sendfileOn: the sendfile writer may serve (Linux, not -disable-sendfile).
-func sendfileOn(s *Server) bool { return conn.SendfileAvailable && !s.cfg.DisableSendfile }
+func sendfileOn(s *handler) bool { return conn.SendfileAvailable && !s.cfg.DisableSendfile }
 
 // sendfileWriter is the plain TCP (and kTLS) body path: part framing with
 // MSG_MORE, file spans with sendfile(2). If the file system refuses
@@ -289,13 +289,13 @@ func sendfileOn(s *Server) bool { return conn.SendfileAvailable && !s.cfg.Disabl
 type sendfileWriter struct {
 	c        *conn.TCP
 	fallback *copyWriter
-	srv      *Server
+	srv      *handler
 	used     bool  // at least one span went through sendfile
 	refused  bool  // sendfile refused: copy from here on
 	sent     int64 // bytes sent by this path (framing included)
 }
 
-func (w *sendfileWriter) reset(s *Server, c *conn.TCP, fb *copyWriter) {
+func (w *sendfileWriter) reset(s *handler, c *conn.TCP, fb *copyWriter) {
 	*w = sendfileWriter{c: c, fallback: fb, srv: s}
 }
 
