@@ -25,18 +25,18 @@ type loopServer struct {
 	eng *loop.Engine
 }
 
-func (s *Server) newLoopServer(gl *conn.Listener) (*loopServer, error) {
-	ls := &loopServer{h1Server: s.h.newH1Server(gl)}
+func (q *handler) newLoopServer(gl *conn.Listener) (*loopServer, error) {
+	ls := &loopServer{h1Server: q.newH1Server(gl)}
 	eng, err := loop.New(loop.Config{
-		Loops:        s.cfg.Loops,
+		Loops:        q.cfg.Loops,
 		ReadBuffer:   h1FirstBuffer,
-		ReadTimeout:  s.cfg.ReadTimeout,
-		IdleTimeout:  s.cfg.IdleTimeout,
-		WriteTimeout: s.cfg.WriteTimeout,
+		ReadTimeout:  q.cfg.ReadTimeout,
+		IdleTimeout:  q.cfg.IdleTimeout,
+		WriteTimeout: q.cfg.WriteTimeout,
 		Window:       coldWindow,
 		Handler:      ls,
-		Logger:       s.log,
-		Stats:        &s.stats.Loop,
+		Logger:       q.log,
+		Stats:        &q.stats.Loop,
 	})
 	if err != nil {
 		return nil, err

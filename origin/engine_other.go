@@ -19,7 +19,7 @@ const defaultEngine = EngineFastHTTP
 
 type loopServer struct{}
 
-func (s *Server) newLoopServer(*conn.Listener) (*loopServer, error) {
+func (q *handler) newLoopServer(*conn.Listener) (*loopServer, error) {
 	return nil, errors.New("origin: the loop engine needs Linux")
 }
 func (ls *loopServer) serve(net.Listener) error {
@@ -35,7 +35,7 @@ type connServer interface {
 
 type fastServer struct{ http *fasthttp.Server }
 
-func (s *Server) newConnServer() connServer { return fastServer{s.newFastHTTP()} }
+func (q *handler) newConnServer() connServer { return fastServer{q.newFastHTTP()} }
 
 func (f fastServer) serve(ln net.Listener) error        { return f.http.Serve(ln) }
 func (f fastServer) shutdown(ctx context.Context) error { return f.http.ShutdownWithContext(ctx) }
@@ -45,25 +45,25 @@ func (f fastServer) shutdown(ctx context.Context) error { return f.http.Shutdown
 const writeBufferSize = 4096
 
 // newFastHTTP is the server of the listeners the loops do not serve here.
-func (s *Server) newFastHTTP() *fasthttp.Server {
+func (q *handler) newFastHTTP() *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler:                       s.h.handle,
-		Name:                          s.cfg.ServerName,
-		NoDefaultServerHeader:         s.cfg.ServerName == "",
+		Handler:                       q.handle,
+		Name:                          q.cfg.ServerName,
+		NoDefaultServerHeader:         q.cfg.ServerName == "",
 		NoDefaultContentType:          true,
-		ReadTimeout:                   s.cfg.ReadTimeout,
-		WriteTimeout:                  s.cfg.WriteTimeout,
-		IdleTimeout:                   s.cfg.IdleTimeout,
-		MaxRequestsPerConn:            s.cfg.MaxRequestsPerConn,
-		ReadBufferSize:                s.cfg.MaxHeaderBytes,
+		ReadTimeout:                   q.cfg.ReadTimeout,
+		WriteTimeout:                  q.cfg.WriteTimeout,
+		IdleTimeout:                   q.cfg.IdleTimeout,
+		MaxRequestsPerConn:            q.cfg.MaxRequestsPerConn,
+		ReadBufferSize:                q.cfg.MaxHeaderBytes,
 		WriteBufferSize:               writeBufferSize,
 		MaxRequestBodySize:            64 << 10,
 		DisablePreParseMultipartForm:  true,
 		DisableHeaderNamesNormalizing: false,
 		ReduceMemoryUsage:             true,
 		CloseOnShutdown:               true,
-		Logger:                        s.fasthttpLog,
-		ErrorHandler:                  s.resp.handleParseError,
+		Logger:                        q.fasthttpLog,
+		ErrorHandler:                  q.resp.handleParseError,
 		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 			persistLaterMinor(h)
 			return fasthttp.RequestConfig{} // the server's limits

@@ -18,17 +18,17 @@ type streamServer struct {
 	srv *stream.Server
 }
 
-func (s *Server) newStreamServer() *streamServer {
-	ss := &streamServer{h1Server: s.h.newH1Server(nil)}
+func (q *handler) newStreamServer() *streamServer {
+	ss := &streamServer{h1Server: q.newH1Server(nil)}
 	ss.srv = stream.New(stream.Config{
 		ReadBuffer:      h1FirstBuffer,
-		ReadTimeout:     s.cfg.ReadTimeout,
-		IdleTimeout:     s.cfg.IdleTimeout,
-		WriteTimeout:    s.cfg.WriteTimeout,
+		ReadTimeout:     q.cfg.ReadTimeout,
+		IdleTimeout:     q.cfg.IdleTimeout,
+		WriteTimeout:    q.cfg.WriteTimeout,
 		Window:          coldWindow,
 		Handler:         ss,
-		SendfileRefused: func() { s.stats.Transport.SendfileFallbacks.Add(1) },
-		Logger:          s.log,
+		SendfileRefused: func() { q.stats.Transport.SendfileFallbacks.Add(1) },
+		Logger:          q.log,
 	})
 	return ss
 }
@@ -67,4 +67,4 @@ type connServer interface {
 	shutdown(context.Context) error
 }
 
-func (s *Server) newConnServer() connServer { return s.newStreamServer() }
+func (q *handler) newConnServer() connServer { return q.newStreamServer() }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -110,8 +111,19 @@ const (
 // Its state is three bounded LRUs, each safe for concurrent use.
 type readAhead struct {
 	cfg   ReadAheadConfig
-	srv   *Server
 	stats *raCounters
+
+	// What it reads through and checks against, given by New: it
+	// reads as a request would, confined to the root, on the cold
+	// readers, and only what the request's token opens.
+	cold      *coldPath
+	cache     *cache.Cache
+	root      *mediaRoot
+	admit     *admission
+	bufs      *sync.Pool
+	now       func() time.Time
+	dotfiles  bool // -serve-dotfiles
+	followOut bool // -follow-symlinks
 
 	dirs   *lru.Cache[string, *dirIndex]   // directory → what its playlists say
 	sidx   *lru.Cache[string, *sidxIndex]  // file → its subsegments
@@ -140,7 +152,9 @@ type sidxIndex struct {
 }
 
 func newReadAhead(s *Server) (*readAhead, error) {
-	ra := &readAhead{cfg: s.cfg.ReadAhead, srv: s, stats: &s.stats.ReadAhead}
+	ra := &readAhead{cfg: s.cfg.ReadAhead, stats: &s.stats.ReadAhead,
+		cold: s.cold, cache: s.cache, root: s.root, admit: s.admit, bufs: &s.bufPool, now: s.cfg.Now,
+		dotfiles: s.cfg.ServeDotfiles, followOut: s.cfg.FollowSymlinks}
 	var err error
 	if ra.dirs, err = lru.New[string, *dirIndex](raIndexMax); err != nil {
 		return nil, err
@@ -252,7 +266,7 @@ func (ra *readAhead) submit(req raRequest, t predict.Entry, src raSource) {
 			return
 		}
 	}
-	switch err := ra.srv.cold.pool.Go(coldread.Key{Name: t.Name, Off: t.Off}, func() { ra.prefetch(t) }); {
+	switch err := ra.cold.pool.Go(coldread.Key{Name: t.Name, Off: t.Off}, func() { ra.prefetch(t) }); {
 	case err == nil:
 		ra.stats.Predicted[src].Add(1)
 	case errors.Is(err, coldread.ErrBusy):
@@ -272,11 +286,10 @@ func (ra *readAhead) permitted(req raRequest, name string) (raRefusal, bool) {
 	if !cleanName(name) {
 		return refusedOutsideRoot, false
 	}
-	s := ra.srv
-	if !s.cfg.ServeDotfiles && hiddenSegment(name) {
+	if !ra.dotfiles && hiddenSegment(name) {
 		return refusedHidden, false
 	}
-	if a := s.admit.auth.Load(); a != nil && !a.permits(req.ctx, req.g, name, s.admit.client.ip(req.ctx), s.cfg.Now()) {
+	if a := ra.admit.auth.Load(); a != nil && !a.permits(req.ctx, req.g, name, ra.admit.client.ip(req.ctx), ra.now()) {
 		return refusedUnauthorized, false
 	}
 	return 0, true
@@ -313,7 +326,7 @@ func (ra *readAhead) unhinted(t predict.Entry) (predict.Entry, bool) {
 	if t.Len >= 0 {
 		end = t.Off + min(t.Len, ra.cfg.MaxBytes)
 	}
-	if h, _, err, ready := ra.srv.cache.TryAcquire(t.Name); ready && err == nil {
+	if h, _, err, ready := ra.cache.TryAcquire(t.Name); ready && err == nil {
 		end = min(end, h.Size)
 		h.Release()
 	}
@@ -333,7 +346,7 @@ func (ra *readAhead) unhinted(t predict.Entry) (predict.Entry, bool) {
 // prefetch runs on a cold reader: it makes t resident (up to MaxBytes)
 // and remembers it, to score the request that should follow.
 func (ra *readAhead) prefetch(t predict.Entry) {
-	h, err := ra.srv.cache.Acquire(t.Name)
+	h, err := ra.cache.Acquire(t.Name)
 	if err != nil {
 		switch {
 		case errors.Is(err, errHiddenPath), isRootEscape(err):
@@ -360,10 +373,10 @@ func (ra *readAhead) prefetch(t predict.Entry) {
 		ra.issued.Add(raKey{t.Name, t.Off}, false)
 		return
 	}
-	bp := ra.srv.bufPool.Get().(*[]byte)
-	defer ra.srv.bufPool.Put(bp)
+	bp := ra.bufs.Get().(*[]byte)
+	defer ra.bufs.Put(bp)
 	if err := coldread.Load(h.Fd(), t.Off, n, *bp); err != nil {
-		ra.srv.cold.loadFailed(t.Name, t.Off, err)
+		ra.cold.loadFailed(t.Name, t.Off, err)
 		return
 	}
 	ra.stats.Issued.Add(1)
@@ -408,7 +421,7 @@ func (ra *readAhead) fromCMCD(ctx *fasthttp.RequestCtx, name string) (t predict.
 func (ra *readAhead) fromPlaylist(name string, off int64) (t predict.Entry, listed bool) {
 	dir := path.Dir(name)
 	di, ok := ra.dirs.Get(dir)
-	if !ok || (!di.building && ra.srv.cfg.Now().Sub(di.built) > raIndexTTL) {
+	if !ok || (!di.building && ra.now().Sub(di.built) > raIndexTTL) {
 		ra.buildDir(dir)
 		return predict.Entry{}, false
 	}
@@ -429,20 +442,20 @@ func (ra *readAhead) buildDir(dir string) {
 		return
 	}
 	ra.dirs.Add(dir, &dirIndex{building: true})
-	if err := ra.srv.cold.pool.Go(coldread.Key{Name: dir + "/", Off: -1}, func() { ra.indexDir(dir) }); err != nil && !errors.Is(err, coldread.ErrQueued) {
+	if err := ra.cold.pool.Go(coldread.Key{Name: dir + "/", Off: -1}, func() { ra.indexDir(dir) }); err != nil && !errors.Is(err, coldread.ErrQueued) {
 		ra.dirs.Remove(dir)
 	}
 }
 
 // indexDir runs on a cold reader: read and parse dir's playlists.
 func (ra *readAhead) indexDir(dir string) {
-	di := &dirIndex{etags: map[string]string{}, built: ra.srv.cfg.Now()}
-	names, err := ra.srv.listPlaylists(dir, raPlaylists)
+	di := &dirIndex{etags: map[string]string{}, built: ra.now()}
+	names, err := ra.listPlaylists(dir, raPlaylists)
 	if err != nil {
 		ra.stats.IndexErrs.Add(1)
 	}
 	for _, pl := range names {
-		data, etag, err := ra.srv.readSmall(pl, raPlaylistMax)
+		data, etag, err := ra.readSmall(pl, raPlaylistMax)
 		if err != nil {
 			ra.stats.IndexErrs.Add(1)
 			continue
@@ -497,7 +510,7 @@ func (ra *readAhead) fromSidx(name string, h *cache.Handle, sp ranges.Span) (pre
 	if !ok || si.etag != h.ETag {
 		ra.sidx.Add(name, &sidxIndex{etag: h.ETag}) // marker: being read
 		etag := h.ETag
-		if err := ra.srv.cold.pool.Go(coldread.Key{Name: name, Off: -1}, func() { ra.indexSidx(name, etag) }); err != nil && !errors.Is(err, coldread.ErrQueued) {
+		if err := ra.cold.pool.Go(coldread.Key{Name: name, Off: -1}, func() { ra.indexSidx(name, etag) }); err != nil && !errors.Is(err, coldread.ErrQueued) {
 			ra.sidx.Remove(name)
 		}
 		return predict.Entry{}, false
@@ -510,7 +523,7 @@ func (ra *readAhead) fromSidx(name string, h *cache.Handle, sp ranges.Span) (pre
 // indexSidx runs on a cold reader: walk name's top-level boxes to its
 // sidx and parse it.
 func (ra *readAhead) indexSidx(name, etag string) {
-	h, err := ra.srv.cache.Acquire(name)
+	h, err := ra.cache.Acquire(name)
 	if err != nil {
 		ra.sidx.Remove(name)
 		return
@@ -567,10 +580,10 @@ func (ra *readAhead) forgetAll() {
 
 // listPlaylists names up to max .m3u8 files in dir (a clean relative
 // directory, "." for the root), under the same confinement as opens.
-func (s *Server) listPlaylists(dir string, max int) ([]string, error) {
-	var fsys fs.FS = s.root.now().dir.FS()
-	if s.cfg.FollowSymlinks {
-		fsys = os.DirFS(s.root.now().real)
+func (ra *readAhead) listPlaylists(dir string, max int) ([]string, error) {
+	var fsys fs.FS = ra.root.now().dir.FS()
+	if ra.followOut {
+		fsys = os.DirFS(ra.root.now().real)
 	}
 	ents, err := fs.ReadDir(fsys, dir)
 	var names []string
@@ -578,7 +591,7 @@ func (s *Server) listPlaylists(dir string, max int) ([]string, error) {
 		if len(names) == max {
 			break
 		}
-		if !s.cfg.ServeDotfiles && strings.HasPrefix(e.Name(), ".") {
+		if !ra.dotfiles && strings.HasPrefix(e.Name(), ".") {
 			continue // never served, so never read for an index either
 		}
 		if !e.IsDir() && strings.HasSuffix(e.Name(), ".m3u8") {
@@ -590,8 +603,8 @@ func (s *Server) listPlaylists(dir string, max int) ([]string, error) {
 
 // readSmall reads the whole of name, refusing files over max bytes, and
 // returns its ETag with it.
-func (s *Server) readSmall(name string, max int64) ([]byte, string, error) {
-	h, err := s.cache.Acquire(name)
+func (ra *readAhead) readSmall(name string, max int64) ([]byte, string, error) {
+	h, err := ra.cache.Acquire(name)
 	if err != nil {
 		return nil, "", err
 	}

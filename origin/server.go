@@ -65,8 +65,9 @@ func New(cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	// In order: the gate's hook reaches s.cache only at accept, after New;
-	// read-ahead needs the cold pool, and the watcher the cache.
-	for _, build := range []func(*cleanups) error{s.newGate, s.newAccess, s.newAuth, s.newTLS, s.newColdPath, s.newCache, s.newWatcher} {
+	// read-ahead needs the cold pool and the cache, and the watcher the
+	// cache.
+	for _, build := range []func(*cleanups) error{s.newGate, s.newAccess, s.newAuth, s.newTLS, s.newColdPath, s.newCache, s.addReadAhead, s.newWatcher} {
 		if err := build(&undo); err != nil {
 			return nil, err
 		}
@@ -197,10 +198,16 @@ func (s *Server) newColdPath(*cleanups) (err error) {
 	s.cold = &coldPath{pool: pool, st: &s.stats.Cold, now: s.cfg.Now, acquire: func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) },
 		bufs: &s.bufPool, log: s.log, loggable: s.loggable, failLog: &s.resp.coldLog}
 	s.root.opens = make(chan struct{}, s.cfg.ColdReaders)
-	if s.cfg.ReadAhead.Readers > 0 {
-		if s.ra, err = newReadAhead(s); err != nil {
-			return fmt.Errorf("origin: read-ahead: %w", err)
-		}
+	return nil
+}
+
+// addReadAhead makes read-ahead, over the cold readers and the cache.
+func (s *Server) addReadAhead(*cleanups) (err error) {
+	if s.cold == nil || s.cfg.ReadAhead.Readers == 0 {
+		return nil
+	}
+	if s.ra, err = newReadAhead(s); err != nil {
+		return fmt.Errorf("origin: read-ahead: %w", err)
 	}
 	return nil
 }
@@ -317,7 +324,7 @@ func (s *Server) Run(ctx context.Context, drain time.Duration, listeners ...net.
 	bgCtx, stopBackground := context.WithCancel(context.Background())
 	s.startBackground(bgCtx, &wg)
 	errc := make(chan error, len(listeners))
-	eng := s.startEngines(listeners, wrapped, gates, &wg, errc)
+	eng := startEngines(s.h, listeners, wrapped, gates, &wg, errc)
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -369,11 +376,11 @@ type engines struct {
 
 // startEngines serves each listener (wrapped: its gated form) in wg; a
 // server that stops with an error reports it on errc.
-func (s *Server) startEngines(listeners, wrapped []net.Listener, gates []*conn.Listener, wg *sync.WaitGroup, errc chan<- error) *engines {
-	eng := &engines{conns: s.newConnServer()}
+func startEngines(q *handler, listeners, wrapped []net.Listener, gates []*conn.Listener, wg *sync.WaitGroup, errc chan<- error) *engines {
+	eng := &engines{conns: q.newConnServer()}
 	for i, ln := range listeners {
 		wl := wrapped[i]
-		if ls := s.loopFor(ln, wl); ls != nil {
+		if ls := q.loopFor(ln, wl); ls != nil {
 			eng.loops = append(eng.loops, ls)
 			wg.Go(func() {
 				if err := ls.serve(ln); err != nil {
@@ -425,17 +432,17 @@ func (eng *engines) drain(log *slog.Logger, drain time.Duration) {
 // when fasthttp serves it (HTTPS, -engine fasthttp, a listener that is
 // not TCP). wl is its gate-wrapped form, which the loop engine uses for
 // the limits alone.
-func (s *Server) loopFor(ln, wl net.Listener) *loopServer {
-	if s.cfg.Engine != EngineLoop {
+func (q *handler) loopFor(ln, wl net.Listener) *loopServer {
+	if q.cfg.Engine != EngineLoop {
 		return nil
 	}
 	gl, ok := wl.(*conn.Listener)
 	if _, tcp := ln.(*net.TCPListener); !ok || !tcp {
 		return nil
 	}
-	ls, err := s.newLoopServer(gl)
+	ls, err := q.newLoopServer(gl)
 	if err != nil {
-		s.log.Error("loop engine unavailable: serving with fasthttp", "listener", ln.Addr().String(), "err", err)
+		q.log.Error("loop engine unavailable: serving with fasthttp", "listener", ln.Addr().String(), "err", err)
 		return nil
 	}
 	return ls
