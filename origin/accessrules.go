@@ -67,11 +67,20 @@ func accessMetrics(t *table, st *AccessCounters[int64]) {
 	}
 }
 
-// newAccess puts cfg.Access (checked by validate) in force: a step of New.
-func (s *Server) newAccess(*cleanups) error {
-	if err := s.admit.reloadAccess(s.cfg.Access); err != nil {
+// putInForce puts cfg's access rules (checked by validate) and, when a
+// token carrier is configured, its authorizer in force: a step of New.
+func (ad *admission) putInForce(cfg Config) error {
+	if err := ad.reloadAccess(cfg.Access); err != nil {
 		return fmt.Errorf("origin: access: %w", err)
 	}
+	if !cfg.Auth.enabled() {
+		return nil
+	}
+	a, err := newAuthorizer(cfg.Auth, &ad.stats.Auth, ad.now)
+	if err != nil {
+		return fmt.Errorf("origin: auth: %w", err)
+	}
+	ad.auth.Store(a)
 	return nil
 }
 

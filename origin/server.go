@@ -67,10 +67,22 @@ func New(cfg Config) (_ *Server, err error) {
 	// In order: the gate's hook reaches s.cache only at accept, after New;
 	// read-ahead needs the cold pool and the cache, and the watcher the
 	// cache.
-	for _, build := range []func(*cleanups) error{s.newGate, s.newAccess, s.newAuth, s.newTLS, s.newColdPath, s.newCache, s.addReadAhead, s.newWatcher} {
+	if s.gate, err = newGate(s.cfg, s.admit.client.trusted, s.onFDPressure, &s.stats); err != nil {
+		return nil, err
+	}
+	if err = s.admit.putInForce(s.cfg); err != nil {
+		return nil, err
+	}
+	if s.tls, err = newTLS(s.cfg, &s.stats); err != nil {
+		return nil, err
+	}
+	for _, build := range []func(*cleanups) error{s.newColdPath, s.newCache, s.addReadAhead} {
 		if err := build(&undo); err != nil {
 			return nil, err
 		}
+	}
+	if s.watch, err = newWatcher(s.cfg, invalidator{s}, s.cache, s.pub.noteWrite); err != nil {
+		return nil, err
 	}
 	s.files = newFiles(s)
 	s.h = newHandler(s)
@@ -135,55 +147,6 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	return s, nil
 }
 
-// newGate makes the connection limits every listener shares.
-func (s *Server) newGate(*cleanups) (err error) {
-	cfg := s.cfg
-	s.gate, err = conn.NewGate(conn.GateConfig{
-		MaxConns:     cfg.MaxConns,
-		Trusted:      s.admit.client.trusted,
-		Proxy:        conn.ProxyMode(cfg.ProxyProtocol),
-		OnFDPressure: s.onFDPressure,
-		Logger:       s.log,
-		Stats:        &s.stats.ListenerCounters,
-		Now:          cfg.Now,
-	})
-	if err != nil {
-		return fmt.Errorf("origin: listener: %w", err)
-	}
-	return nil
-}
-
-// newAuth makes the authorizer, when a token carrier is configured.
-func (s *Server) newAuth(*cleanups) error {
-	if !s.cfg.Auth.enabled() {
-		return nil
-	}
-	a, err := newAuthorizer(s.cfg.Auth, &s.stats.Auth, s.cfg.Now)
-	if err != nil {
-		return fmt.Errorf("origin: auth: %w", err)
-	}
-	s.admit.auth.Store(a)
-	return nil
-}
-
-// newTLS loads the certificate, when HTTPS is configured.
-func (s *Server) newTLS(*cleanups) (err error) {
-	if !s.cfg.TLS.Enabled() {
-		return nil
-	}
-	s.tls, err = conn.NewTLS(conn.TLSParams{
-		Config:           s.cfg.TLS,
-		HandshakeTimeout: s.cfg.ReadTimeout,
-		Logger:           s.log,
-		Stats:            &s.stats.TLS,
-		Now:              s.cfg.Now,
-	})
-	if err != nil {
-		return fmt.Errorf("origin: tls: %w", err)
-	}
-	return nil
-}
-
 // newColdPath makes the cold readers, the bound on opens and read-ahead.
 func (s *Server) newColdPath(*cleanups) (err error) {
 	pool, err := newColdPool(s.cfg)
@@ -201,6 +164,15 @@ func (s *Server) newColdPath(*cleanups) (err error) {
 	return nil
 }
 
+// newCache makes the file cache over the root: a step of New.
+func (s *Server) newCache(undo *cleanups) (err error) {
+	if s.cache, err = newFileCache(s.cfg, s.root); err != nil {
+		return err
+	}
+	undo.add(s.cache.Close)
+	return nil
+}
+
 // addReadAhead makes read-ahead, over the cold readers and the cache.
 func (s *Server) addReadAhead(*cleanups) (err error) {
 	if s.cold == nil || s.cfg.ReadAhead.Readers == 0 {
@@ -208,55 +180,6 @@ func (s *Server) addReadAhead(*cleanups) (err error) {
 	}
 	if s.ra, err = newReadAhead(s); err != nil {
 		return fmt.Errorf("origin: read-ahead: %w", err)
-	}
-	return nil
-}
-
-// newCache makes the file cache over the root.
-func (s *Server) newCache(undo *cleanups) (err error) {
-	cfg := s.cfg
-	revalidate := time.Duration(0)
-	if !cfg.Watch {
-		revalidate = cfg.RevalidateEvery
-	}
-	negTTL := cfg.NegativeTTL
-	if negTTL == 0 || cfg.NegativeCacheBytes == 0 {
-		negTTL = -1 // the cache's "no negative entries"
-	}
-	s.cache, err = cache.New(cache.Config{
-		MaxFiles:      cfg.CacheFiles,
-		NegativeTTL:   negTTL,
-		NegativeBytes: cfg.NegativeCacheBytes,
-		Revalidate:    revalidate,
-		InlineMax:     cfg.InlineMax,
-		InlineBudget:  cfg.InlineBudget,
-		WaitTimeout:   max(cfg.ColdDeadline, 0),
-		Open:          s.root.open,
-		Stat:          s.root.stat,
-		Now:           cfg.Now,
-	})
-	if err != nil {
-		return fmt.Errorf("origin: cache: %w", err)
-	}
-	undo.add(s.cache.Close)
-	return nil
-}
-
-// newWatcher makes the watcher that invalidates the cache, unless -watch
-// is off.
-func (s *Server) newWatcher(*cleanups) (err error) {
-	if !s.cfg.Watch {
-		return nil
-	}
-	s.watch, err = watcher.New(watcher.Config{
-		Root:       s.cfg.Root,
-		Target:     invalidator{s},
-		Logger:     s.log,
-		OnDegraded: s.onWatchDegraded,
-		OnWrite:    s.pub.noteWrite,
-	})
-	if err != nil {
-		return fmt.Errorf("origin: watcher: %w", err)
 	}
 	return nil
 }
@@ -287,16 +210,6 @@ func (v invalidator) InvalidateAll() {
 	if v.s.ra != nil {
 		v.s.ra.forgetAll()
 	}
-}
-
-// onWatchDegraded switches the cache to stat revalidation while the watcher
-// cannot see every change, and back when it can.
-func (s *Server) onWatchDegraded(degraded bool) {
-	if degraded {
-		s.cache.SetRevalidate(s.cfg.RevalidateEvery)
-		return
-	}
-	s.cache.SetRevalidate(0)
 }
 
 // Run serves on every listener until ctx is done, then drains: it stops
