@@ -21,6 +21,16 @@
 // systems serve with fasthttp's server (engine_other.go), through the
 // body stream below.
 //
+// # Parts
+//
+// Server is the public surface and lifecycle only: New wires the parts,
+// Run starts and drains them. The request path is handler's (handler.go):
+// it resolves a request, asks admission (access rules, tokens, the client
+// address, the per-client limit) and runs the file steps on files
+// (steps.go); each subsystem they consult (responder, recorder,
+// publisher, contentTags, coldPath, readAhead, liveWaits, gzipPolicy,
+// mediaRoot) owns its state and takes only what it needs, never *Server.
+//
 // # Request path
 //
 //	accept (origin/loop on plain HTTP; origin/conn's Gate and, on HTTPS,
