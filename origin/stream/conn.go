@@ -44,9 +44,8 @@ type Conn struct {
 	posts []func()
 	wake  chan struct{} // a post is waiting (capacity 1)
 
-	wbuf, copyBuf []byte
-	iov           [][]byte
-	raw           syscall.RawConn // the plain socket, for waiting without a buffer
+	out sender
+	raw syscall.RawConn // the plain socket, for waiting without a buffer
 }
 
 // serve is the connection's goroutine: read, hand what arrived to the
@@ -232,7 +231,7 @@ func (c *Conn) flush() {
 	}
 	c.nc.SetWriteDeadline(deadline)
 	r.Cursor.Began = time.Now().UnixNano()
-	err := c.send(r)
+	err := c.out.send(r)
 	closeConn := r.Close // r is the Handler's again once Done runs
 	if r.Done != nil {
 		r.Done(r.Cursor.Sent, err)
@@ -280,7 +279,7 @@ func (c *Conn) close() {
 	c.closed = true
 	c.nc.Close()
 	c.s.putBuf(c.in)
-	c.in, c.wbuf, c.copyBuf = nil, nil, nil
+	c.in, c.out.wbuf, c.out.copyBuf = nil, nil, nil
 }
 
 // State returns the Handler's per-connection state.
@@ -412,161 +411,6 @@ func (v tlsView) Handshake() error { return nil }
 
 func (v tlsView) ConnectionState() tls.ConnectionState {
 	return v.c.nc.(tlsStater).ConnectionState()
-}
-
-// send writes r's parts in order.
-func (c *Conn) send(r *wire.Response) error {
-	plain, _ := c.nc.(*conn.TCP)
-	sock := plain
-	if sock == nil {
-		sock = conn.KernelTLS(c.nc)
-	}
-	for i := 0; i < len(r.Parts); {
-		if r.Parts[i].Mem != nil {
-			j := i
-			for j < len(r.Parts) && r.Parts[j].Mem != nil {
-				j++
-			}
-			if err := c.sendMem(r, r.Parts[i:j], sock, j < len(r.Parts)); err != nil {
-				return err
-			}
-			i = j
-			continue
-		}
-		if err := c.sendFile(r, &r.Parts[i], sock, plain == nil); err != nil {
-			return err
-		}
-		i++
-	}
-	return nil
-}
-
-// sendMem writes memory parts in one send: one writev on a plain socket
-// (header and an inline body, nothing copied), one write (over TLS, one
-// record) otherwise, with MSG_MORE on a socket when a file span follows.
-func (c *Conn) sendMem(r *wire.Response, parts []wire.Part, sock *conn.TCP, more bool) error {
-	if _, plain := c.nc.(*conn.TCP); plain && !more && len(parts) > 1 {
-		c.iov = c.iov[:0]
-		for _, p := range parts {
-			c.iov = append(c.iov, p.Mem)
-		}
-		bufs := net.Buffers(c.iov)
-		n, err := bufs.WriteTo(c.nc)
-		r.Cursor.Sent += n
-		clear(c.iov)
-		return err
-	}
-	b := parts[0].Mem
-	if len(parts) > 1 {
-		c.wbuf = c.wbuf[:0]
-		for _, p := range parts {
-			c.wbuf = append(c.wbuf, p.Mem...)
-		}
-		b = c.wbuf
-	}
-	if len(b) == 0 {
-		return nil
-	}
-	var n int64
-	var err error
-	if sock != nil && more && !r.NoSendfile {
-		n, err = sock.WriteMore(b)
-	} else {
-		var k int
-		k, err = c.nc.Write(b)
-		n = int64(k)
-	}
-	r.Cursor.Sent += n
-	return err
-}
-
-// sendFile sends file part p by windows, asking Ready before each; sock,
-// when not nil, takes sendfile (kernelTLS: its records are sealed by the
-// kernel).
-func (c *Conn) sendFile(r *wire.Response, p *wire.Part, sock *conn.TCP, kernelTLS bool) error {
-	for off := int64(0); off < p.Len; {
-		want := min(p.Len-off, c.s.cfg.Window, c.pace(r))
-		if r.Ready != nil {
-			send, ok := r.Ready(p, p.Off+off, want)
-			for !ok {
-				if !c.waitResume() {
-					return net.ErrClosed
-				}
-				send, ok = r.Ready(p, p.Off+off, want)
-			}
-			want = min(want, max(send, 1))
-		}
-		var n int64
-		var err error
-		if sock != nil && !r.NoSendfile && !r.Copied {
-			n, err = sock.Sendfile(p.Fd, p.Off+off, want)
-			if errors.Is(err, conn.ErrSendfileUnsupported) {
-				r.Copied = true
-				if f := c.s.cfg.SendfileRefused; f != nil {
-					f()
-				}
-				continue
-			}
-			r.KernelTLS = kernelTLS
-		} else {
-			r.Copied = true
-			n, err = c.copySpan(p.Fd, p.Off+off, want)
-		}
-		r.Cursor.Sent += n
-		off += n
-		if errors.Is(err, conn.ErrTruncated) {
-			err = wire.ErrTruncated
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// pace is how much of a paced response (Response.Rate) may be sent now,
-// after waiting on the connection's goroutine, a quantum at a time, for
-// its allowance (a timer wait between quanta, not a sleep per write);
-// the write timeout counts again from the wait's end. Without a rate,
-// no limit.
-func (c *Conn) pace(r *wire.Response) int64 {
-	if r.Rate <= 0 {
-		return r.Allowance(0)
-	}
-	for {
-		if n := r.Allowance(time.Now().UnixNano()); n > 0 {
-			return n
-		}
-		// Bounded: a connection closed meanwhile (the drain) fails its
-		// next write, a quantum later at most.
-		time.Sleep(wire.PaceQuantum)
-		if wt := c.s.cfg.WriteTimeout; wt > 0 {
-			c.nc.SetWriteDeadline(time.Now().Add(wt))
-		}
-	}
-}
-
-// copySpan sends n bytes of fd from off by pread and write.
-func (c *Conn) copySpan(fd int, off, n int64) (int64, error) {
-	if c.copyBuf == nil {
-		c.copyBuf = make([]byte, copyChunk)
-	}
-	var sent int64
-	for sent < n {
-		k, err := syscall.Pread(fd, c.copyBuf[:min(n-sent, copyChunk)], off+sent)
-		if err != nil {
-			return sent, err
-		}
-		if k == 0 {
-			return sent, wire.ErrTruncated
-		}
-		m, err := c.nc.Write(c.copyBuf[:k])
-		sent += int64(m)
-		if err != nil {
-			return sent, err
-		}
-	}
-	return sent, nil
 }
 
 // waitResume waits, running posted work, until a Post calls Continue or

@@ -123,6 +123,7 @@ func (s *Server) track(nc net.Conn) *Conn {
 		return nil
 	}
 	c := &Conn{s: s, nc: nc, wake: make(chan struct{}, 1)}
+	c.out = sender{nc: nc, cfg: &s.cfg, wait: c.waitResume}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	return c

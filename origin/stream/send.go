@@ -1,0 +1,180 @@
+package stream
+
+import (
+	"errors"
+	"net"
+	"syscall"
+	"time"
+
+	"segorigin/origin/conn"
+	"segorigin/origin/wire"
+)
+
+// sender writes a connection's responses: memory parts in one write,
+// file spans by sendfile on a plain or kernel-TLS socket or by pread and
+// write, paced by a response's rate. It runs on the connection's
+// goroutine; wait is the connection's wait for a Resume (a window not
+// resident yet).
+type sender struct {
+	nc   net.Conn
+	cfg  *Config
+	wait func() bool // false: the connection closed
+
+	wbuf, copyBuf []byte
+	iov           [][]byte
+}
+
+// send writes r's parts in order.
+func (o *sender) send(r *wire.Response) error {
+	plain, _ := o.nc.(*conn.TCP)
+	sock := plain
+	if sock == nil {
+		sock = conn.KernelTLS(o.nc)
+	}
+	for i := 0; i < len(r.Parts); {
+		if r.Parts[i].Mem != nil {
+			j := i
+			for j < len(r.Parts) && r.Parts[j].Mem != nil {
+				j++
+			}
+			if err := o.sendMem(r, r.Parts[i:j], sock, j < len(r.Parts)); err != nil {
+				return err
+			}
+			i = j
+			continue
+		}
+		if err := o.sendFile(r, &r.Parts[i], sock, plain == nil); err != nil {
+			return err
+		}
+		i++
+	}
+	return nil
+}
+
+// sendMem writes memory parts in one send: one writev on a plain socket
+// (header and an inline body, nothing copied), one write (over TLS, one
+// record) otherwise, with MSG_MORE on a socket when a file span follows.
+func (o *sender) sendMem(r *wire.Response, parts []wire.Part, sock *conn.TCP, more bool) error {
+	if _, plain := o.nc.(*conn.TCP); plain && !more && len(parts) > 1 {
+		o.iov = o.iov[:0]
+		for _, p := range parts {
+			o.iov = append(o.iov, p.Mem)
+		}
+		bufs := net.Buffers(o.iov)
+		n, err := bufs.WriteTo(o.nc)
+		r.Cursor.Sent += n
+		clear(o.iov)
+		return err
+	}
+	b := parts[0].Mem
+	if len(parts) > 1 {
+		o.wbuf = o.wbuf[:0]
+		for _, p := range parts {
+			o.wbuf = append(o.wbuf, p.Mem...)
+		}
+		b = o.wbuf
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	var n int64
+	var err error
+	if sock != nil && more && !r.NoSendfile {
+		n, err = sock.WriteMore(b)
+	} else {
+		var k int
+		k, err = o.nc.Write(b)
+		n = int64(k)
+	}
+	r.Cursor.Sent += n
+	return err
+}
+
+// sendFile sends file part p by windows, asking Ready before each; sock,
+// when not nil, takes sendfile (kernelTLS: its records are sealed by the
+// kernel).
+func (o *sender) sendFile(r *wire.Response, p *wire.Part, sock *conn.TCP, kernelTLS bool) error {
+	for off := int64(0); off < p.Len; {
+		want := min(p.Len-off, o.cfg.Window, o.pace(r))
+		if r.Ready != nil {
+			send, ok := r.Ready(p, p.Off+off, want)
+			for !ok {
+				if !o.wait() {
+					return net.ErrClosed
+				}
+				send, ok = r.Ready(p, p.Off+off, want)
+			}
+			want = min(want, max(send, 1))
+		}
+		var n int64
+		var err error
+		if sock != nil && !r.NoSendfile && !r.Copied {
+			n, err = sock.Sendfile(p.Fd, p.Off+off, want)
+			if errors.Is(err, conn.ErrSendfileUnsupported) {
+				r.Copied = true
+				if f := o.cfg.SendfileRefused; f != nil {
+					f()
+				}
+				continue
+			}
+			r.KernelTLS = kernelTLS
+		} else {
+			r.Copied = true
+			n, err = o.copySpan(p.Fd, p.Off+off, want)
+		}
+		r.Cursor.Sent += n
+		off += n
+		if errors.Is(err, conn.ErrTruncated) {
+			err = wire.ErrTruncated
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pace is how much of a paced response (Response.Rate) may be sent now,
+// after waiting on the connection's goroutine, a quantum at a time, for
+// its allowance (a timer wait between quanta, not a sleep per write);
+// the write timeout counts again from the wait's end. Without a rate,
+// no limit.
+func (o *sender) pace(r *wire.Response) int64 {
+	if r.Rate <= 0 {
+		return r.Allowance(0)
+	}
+	for {
+		if n := r.Allowance(time.Now().UnixNano()); n > 0 {
+			return n
+		}
+		// Bounded: a connection closed meanwhile (the drain) fails its
+		// next write, a quantum later at most.
+		time.Sleep(wire.PaceQuantum)
+		if wt := o.cfg.WriteTimeout; wt > 0 {
+			o.nc.SetWriteDeadline(time.Now().Add(wt))
+		}
+	}
+}
+
+// copySpan sends n bytes of fd from off by pread and write.
+func (o *sender) copySpan(fd int, off, n int64) (int64, error) {
+	if o.copyBuf == nil {
+		o.copyBuf = make([]byte, copyChunk)
+	}
+	var sent int64
+	for sent < n {
+		k, err := syscall.Pread(fd, o.copyBuf[:min(n-sent, copyChunk)], off+sent)
+		if err != nil {
+			return sent, err
+		}
+		if k == 0 {
+			return sent, wire.ErrTruncated
+		}
+		m, err := o.nc.Write(o.copyBuf[:k])
+		sent += int64(m)
+		if err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
+}
