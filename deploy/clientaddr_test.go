@@ -26,7 +26,7 @@ const streamModule = "/usr/lib/nginx/modules/ngx_stream_module.so"
 // -trusted-proxies naming the shield. A token bound to the viewer's address
 // (ip=127.0.0.1, where this test connects to the shield from) must pass,
 // whichever way it comes; one bound to an address the viewer forges in
-// X-Forwarded-For must not; the per-IP connection limit must count the
+// X-Forwarded-For must not; -max-conns-per-ip must count the
 // viewer, not the shield; the origin's access log must name the viewer.
 func TestShieldClientAddress(t *testing.T) {
 	testreq.Slow(t, "an origin in a network namespace behind nginx (root, nginx)")

@@ -153,7 +153,7 @@
 // gzipped, gzip.go, once per version of a file), never hijacks a
 // connection, never lets an error's text reach a client, and never uses
 // fasthttp's MaxConnsPerIP (its connection wrapper would hide the TCP
-// connection and lose sendfile); origin/conn's gate enforces connection
-// limits. It never sets a socket option or calls sendmsg or sendfile: conn
+// connection and lose sendfile); origin/conn's gate enforces the
+// connection limit, admission the per-client one. It never sets a socket option or calls sendmsg or sendfile: conn
 // does.
 package origin

@@ -70,12 +70,12 @@ func (ls *loopServer) Accept(c *loop.Conn) bool {
 		peer, _ = netip.AddrFromSlice(a.IP)
 		peer = peer.Unmap()
 	}
-	key, trusted, ok := ls.ln.Admit(peer)
+	trusted, ok := ls.ln.Admit(peer)
 	if !ok {
 		c.Reset()
 		return false
 	}
-	c.SetState(&h1ConnState{key: key, trusted: trusted, proxyPending: ls.ln.ProxyExpected()})
+	c.SetState(&h1ConnState{trusted: trusted, proxyPending: ls.ln.ProxyExpected()})
 	return true
 }
 
@@ -88,8 +88,8 @@ func (ls *loopServer) Timeout(c *loop.Conn, reading bool) { ls.timeout(c, readin
 // Closed gives the connection's place back to the gate.
 func (ls *loopServer) Closed(c *loop.Conn) {
 	ls.dropPending(c)
-	if st, ok := c.State().(*h1ConnState); ok {
-		ls.ln.Release(st.key)
+	if _, admitted := c.State().(*h1ConnState); admitted {
+		ls.ln.Release()
 	}
 }
 

@@ -69,7 +69,7 @@ func (q *handler) newFastHTTP() *fasthttp.Server {
 			return fasthttp.RequestConfig{} // the server's limits
 		},
 		// MaxConnsPerIP stays 0: fasthttp would wrap each connection and
-		// hide the *net.TCPConn the sendfile path needs. Our listener
-		// enforces per-IP limits instead.
+		// hide the *net.TCPConn the sendfile path needs; -max-conns-per-ip
+		// is the request path's (admission).
 	}
 }

@@ -107,11 +107,10 @@ func (ls *h1Server) timeout(c h1Conn, reading bool) {
 // h1ConnState is what the server keeps per connection: a few words, so
 // an idle connection costs little more than its socket.
 type h1ConnState struct {
-	key          string // per-IP key in the gate (Release)
-	trusted      bool   // the peer is a trusted proxy
-	proxyPending bool   // the first bytes may be a PROXY header
-	continued    bool   // 100 Continue sent for the request being read
-	reqs         int    // requests read on the connection
+	trusted      bool // the peer is a trusted proxy
+	proxyPending bool // the first bytes may be a PROXY header
+	continued    bool // 100 Continue sent for the request being read
+	reqs         int  // requests read on the connection
 
 	// pending is a request whose header is parsed and whose body is
 	// still arriving (its header the first pendingHdr bytes, its chunked
@@ -250,7 +249,7 @@ func (ls *h1Server) readRequest(c h1Conn, st *h1ConnState, in []byte, full bool)
 // took, and false when the request cannot go on yet (the header is
 // incomplete) or at all (c is closed).
 func (ls *h1Server) takeProxy(c h1Conn, st *h1ConnState, in []byte, full bool) (int, bool) {
-	n, remote, err := ls.ln.TakeProxy(st.trusted, c.RemoteAddr(), &st.key, in)
+	n, remote, err := ls.ln.TakeProxy(st.trusted, c.RemoteAddr(), in)
 	if errors.Is(err, clientaddr.ErrIncomplete) && !full {
 		return 0, false
 	}

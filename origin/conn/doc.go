@@ -4,8 +4,9 @@
 //
 // # What it owns
 //
-//   - Gate and Listener (listener.go): the connection limits (total and
-//     per client IP, per listener), closing what is over them at accept
+//   - Gate and Listener (listener.go): the connection limit (open
+//     connections per listener; a bound per client address counts
+//     requests, in origin), closing what is over it at accept
 //     before anything is spent on it, and the accept backoff: an accept
 //     that fails for lack of descriptors (EMFILE, ENFILE) is counted,
 //     reported through GateConfig.OnFDPressure (the owner of idle
@@ -16,11 +17,10 @@
 //     first Read, its first bytes are peeked (MSG_PEEK, waiting on the
 //     netpoller under the read deadline while they are a valid start of a
 //     header); a trusted proxy's header is consumed to exactly its length,
-//     its source becomes RemoteAddr and the per-IP key; a header from any
+//     its source becomes RemoteAddr; a header from any
 //     other peer, a malformed one, or none where one is required fails
 //     every Read with an error wrapping net.ErrClosed (closed, counted,
-//     logged rate-limited). A trusted proxy's own connections are not
-//     limited per IP.
+//     logged rate-limited).
 //   - TCP (tcp.go, tcp_linux.go): every accepted TCP connection, with its
 //     RawConn kept, and the typed writes of the body paths: WriteMore
 //     (MSG_MORE: more bytes follow at once, so a header shares a segment

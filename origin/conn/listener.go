@@ -19,10 +19,11 @@ import (
 // GateConfig configures the connection limits every listener of a server
 // shares.
 type GateConfig struct {
-	// MaxConns bounds concurrent connections per listener (0: no limit);
-	// MaxConnsPerIP bounds them per client IP.
-	MaxConns      int
-	MaxConnsPerIP int
+	// MaxConns bounds concurrent connections per listener (0: no
+	// limit). (A bound per client address is the request path's:
+	// origin's -max-conns-per-ip counts requests in progress, as nginx's
+	// limit_conn does, not connections.)
+	MaxConns int
 	// OnFDPressure is called when accept fails for lack of descriptors
 	// (EMFILE, ENFILE), before the retry: the owner of idle descriptors
 	// (the file cache) gives some back. nil: nothing to give back.
@@ -31,13 +32,12 @@ type GateConfig struct {
 	// and unusable connections; nil uses slog.Default().
 	Logger *slog.Logger
 	// Trusted are the proxies in front (a CDN shield, a load balancer):
-	// their connections are not limited per IP (each carries many
-	// clients), and only they may send a PROXY header. nil trusts none.
+	// only they may send a PROXY header. nil trusts none.
 	Trusted *clientaddr.Trusted
 	// Proxy says whether connections may start with a PROXY protocol
 	// header (v1 or v2); "" is ProxyOff. A header from a peer outside
 	// Trusted closes the connection. The header's source is then the
-	// connection's RemoteAddr and its per-IP key.
+	// connection's RemoteAddr.
 	Proxy ProxyMode
 	// Stats is where the gate counts; nil: its own (see Gate.Stats).
 	Stats *ListenerStats
@@ -79,8 +79,8 @@ type Gate struct {
 
 // NewGate validates cfg and builds a gate.
 func NewGate(cfg GateConfig) (*Gate, error) {
-	if cfg.MaxConns < 0 || cfg.MaxConnsPerIP < 0 {
-		return nil, fmt.Errorf("conn: max-conns %d, max-conns-per-ip %d: want >= 0", cfg.MaxConns, cfg.MaxConnsPerIP)
+	if cfg.MaxConns < 0 {
+		return nil, fmt.Errorf("conn: max-conns %d: want >= 0", cfg.MaxConns)
 	}
 	switch cfg.Proxy {
 	case "":
@@ -114,7 +114,7 @@ func (g *Gate) Stats() *ListenerStats { return g.stats }
 // Wrap wraps ln. Listeners that do not yield TCP connections pass them
 // through unlimited.
 func (g *Gate) Wrap(ln net.Listener) *Listener {
-	return &Listener{Listener: ln, gate: g, perIP: map[string]int{}}
+	return &Listener{Listener: ln, gate: g}
 }
 
 // Listener is one listener of a gate: it yields *TCP and counts what is
@@ -123,10 +123,9 @@ type Listener struct {
 	net.Listener
 	gate *Gate
 
-	mu     sync.Mutex     // protects conns, perIP and closed
-	conns  int            // open connections
-	perIP  map[string]int // open connections per client IP
-	closed chan struct{}  // closed when conns drops to 0; made by WaitClosed
+	mu     sync.Mutex    // protects conns and closed
+	conns  int           // open connections
+	closed chan struct{} // closed when conns drops to 0; made by WaitClosed
 }
 
 // WaitClosed waits until no connection accepted through l (or let in by
@@ -184,16 +183,16 @@ func (l *Listener) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		peer := peerAddr(tc)
-		ip, trusted, ok := l.Admit(peer)
+		trusted, ok := l.Admit(peer)
 		if !ok {
 			tc.SetLinger(0)
 			tc.Close()
 			continue
 		}
 		g := l.gate
-		conn, err := newTCP(tc, l, ip)
+		conn, err := newTCP(tc, l)
 		if err != nil {
-			l.release(ip)
+			l.release()
 			tc.Close()
 			g.log.Warn("accepted connection unusable", "err", err)
 			continue
@@ -205,33 +204,25 @@ func (l *Listener) Accept() (net.Conn, error) {
 }
 
 // Admit counts in a new connection from peer, or refuses it (counted and
-// logged, rate-limited) when over a limit: Accept's check, for an engine
-// that accepts on the raw socket itself. key is the connection's per-IP
-// key, for Release (and PROXY headers, TakeProxy); trusted says peer is a
-// trusted proxy.
-func (l *Listener) Admit(peer netip.Addr) (key string, trusted, ok bool) {
+// logged, rate-limited) when over the limit: Accept's check, for an engine
+// that accepts on the raw socket itself. trusted says peer is a trusted
+// proxy (which may send a PROXY header: TakeProxy).
+func (l *Listener) Admit(peer netip.Addr) (trusted, ok bool) {
 	g := l.gate
 	trusted = g.cfg.Trusted.Contains(peer)
-	// The per-IP key: "" (not limited per IP) for a trusted proxy, whose
-	// connection carries many clients; a PROXY header re-keys it to the
-	// client it names.
-	if !trusted && peer.IsValid() {
-		key = peer.String()
-	}
-	if !l.admit(key) {
+	if !l.admit() {
 		g.stats.ConnsRefused.Add(1)
 		if g.limitLog.Allow() {
 			g.log.Warn("connection limit reached: closing new connection", "client", peer.String(),
-				"max_conns", g.cfg.MaxConns, "max_conns_per_ip", g.cfg.MaxConnsPerIP)
+				"max_conns", g.cfg.MaxConns)
 		}
-		return "", trusted, false
+		return trusted, false
 	}
-	return key, trusted, true
+	return trusted, true
 }
 
-// Release gives back the place of a connection Admit let in; key is the
-// one Admit returned, or the one TakeProxy moved it to.
-func (l *Listener) Release(key string) { l.release(key) }
+// Release gives back the place of a connection Admit let in.
+func (l *Listener) Release() { l.release() }
 
 // OnFDPressure is what Accept does when accept fails for lack of
 // descriptors, for an engine that accepts itself: counted, and the owner
@@ -241,69 +232,25 @@ func (l *Listener) OnFDPressure(err error) { l.gate.onFDPressure(err) }
 // ProxyExpected says whether connections may begin with a PROXY header.
 func (l *Listener) ProxyExpected() bool { return l.gate.cfg.Proxy != ProxyOff }
 
-// admit counts a new connection in, or refuses it when over a limit. ip
-// "" is not limited (nor counted) per IP.
-func (l *Listener) admit(ip string) bool {
+// admit counts a new connection in, or refuses it when over the limit.
+func (l *Listener) admit() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	cfg := &l.gate.cfg
-	if cfg.MaxConns > 0 && l.conns >= cfg.MaxConns {
-		return false
-	}
-	if ip != "" && cfg.MaxConnsPerIP > 0 && l.perIP[ip] >= cfg.MaxConnsPerIP {
+	if max := l.gate.cfg.MaxConns; max > 0 && l.conns >= max {
 		return false
 	}
 	l.conns++
-	if ip != "" {
-		l.perIP[ip]++
-	}
 	l.gate.stats.ConnsOpen.Add(1)
 	return true
 }
 
-// rekey moves a connection's per-IP count from *key to ip (the client a
-// PROXY header named), or refuses when ip is at its limit. *key is
-// written and read (by release, from Close on any goroutine) under l.mu.
-func (l *Listener) rekey(key *string, ip string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if lim := l.gate.cfg.MaxConnsPerIP; lim > 0 && l.perIP[ip] >= lim {
-		return false
-	}
-	l.dropIPLocked(*key)
-	*key = ip
-	l.perIP[ip]++
-	return true
-}
-
 // release gives back the place of a closed connection.
-func (l *Listener) release(ip string) {
+func (l *Listener) release() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.conns--
-	l.dropIPLocked(ip)
 	l.gate.stats.ConnsOpen.Add(-1)
 	l.countedOutLocked()
-}
-
-// releaseConn is release for an accepted connection, whose key rekey may
-// have changed.
-func (l *Listener) releaseConn(c *TCP) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.conns--
-	l.dropIPLocked(c.ip)
-	l.gate.stats.ConnsOpen.Add(-1)
-	l.countedOutLocked()
-}
-
-func (l *Listener) dropIPLocked(ip string) {
-	if ip == "" {
-		return
-	}
-	if l.perIP[ip]--; l.perIP[ip] <= 0 {
-		delete(l.perIP, ip)
-	}
 }
 
 // retryableAccept reports errors after which accepting may succeed later.

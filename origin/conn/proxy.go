@@ -25,7 +25,6 @@ const (
 var (
 	ErrProxyUntrusted = errors.New("conn: PROXY header from a peer that is not a trusted proxy")
 	ErrProxyMissing   = errors.New("conn: trusted proxy sent no PROXY header where one is required")
-	ErrProxyOverLimit = errors.New("conn: client named by the PROXY header is over max-conns-per-ip")
 )
 
 // peerAddr is a TCP peer's address, IPv4-mapped addresses unmapped.
@@ -73,7 +72,7 @@ func (c *TCP) RemoteAddr() net.Addr {
 func (c *TCP) takeProxyHeader() error {
 	buf := make([]byte, clientaddr.MaxProxyHeader)
 	h, n, perr := c.peekProxy(buf)
-	consume, remote, err := c.ln.decideProxy(c.trusted, c.TCPConn.RemoteAddr(), &c.ip, h, n, perr)
+	consume, remote, err := c.ln.decideProxy(c.trusted, c.TCPConn.RemoteAddr(), h, n, perr)
 	if err != nil || consume == 0 {
 		return err
 	}
@@ -91,19 +90,18 @@ func (c *TCP) takeProxyHeader() error {
 // bytes of b are a trusted proxy's PROXY header (0: none, b is the
 // client's), remote the client it names (nil: the peer is the client). An
 // error closes the connection; clientaddr.ErrIncomplete (and b shorter
-// than clientaddr.MaxProxyHeader) means: ask again with more bytes. *key
-// follows the client a header names, for Release.
-func (l *Listener) TakeProxy(trusted bool, peer net.Addr, key *string, b []byte) (consume int, remote *net.TCPAddr, err error) {
+// than clientaddr.MaxProxyHeader) means: ask again with more bytes.
+func (l *Listener) TakeProxy(trusted bool, peer net.Addr, b []byte) (consume int, remote *net.TCPAddr, err error) {
 	h, n, perr := clientaddr.ParseProxy(b)
 	if errors.Is(perr, clientaddr.ErrIncomplete) && len(b) < clientaddr.MaxProxyHeader {
 		return 0, nil, perr
 	}
-	return l.decideProxy(trusted, peer, key, h, n, perr)
+	return l.decideProxy(trusted, peer, h, n, perr)
 }
 
 // decideProxy is the PROXY protocol rule, given what the first bytes
 // parsed as (h, n, perr from clientaddr.ParseProxy).
-func (l *Listener) decideProxy(trusted bool, peer net.Addr, key *string, h clientaddr.ProxyHeader, n int, perr error) (consume int, remote *net.TCPAddr, err error) {
+func (l *Listener) decideProxy(trusted bool, peer net.Addr, h clientaddr.ProxyHeader, n int, perr error) (consume int, remote *net.TCPAddr, err error) {
 	g := l.gate
 	st := g.stats
 	notProxy := errors.Is(perr, clientaddr.ErrNotProxy)
@@ -133,14 +131,6 @@ func (l *Listener) decideProxy(trusted bool, peer net.Addr, key *string, h clien
 		return n, nil, nil
 	}
 	src := h.Source.Addr()
-	if !l.rekey(key, src.String()) {
-		st.ConnsRefused.Add(1)
-		if g.limitLog.Allow() {
-			g.log.Warn("connection limit reached: closing new connection", "client", src.String(),
-				"max_conns_per_ip", g.cfg.MaxConnsPerIP, "via", "proxy-protocol")
-		}
-		return 0, nil, ErrProxyOverLimit
-	}
 	st.ProxyAccepted.Add(1)
 	return n, &net.TCPAddr{IP: src.AsSlice(), Port: int(h.Source.Port())}, nil
 }

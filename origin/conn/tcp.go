@@ -18,7 +18,6 @@ type TCP struct {
 	*net.TCPConn
 	raw  syscall.RawConn
 	ln   *Listener
-	ip   string // per-IP limit key ("" for a trusted proxy's own connection); under ln.mu once served
 	once sync.Once
 
 	// PROXY protocol state, touched only by the serving goroutine (the
@@ -53,12 +52,12 @@ var ErrTruncated = errors.New("origin: file shrank while being sent")
 // ENOSYS, EOPNOTSUPP); nothing was sent and the copy path must serve.
 var ErrSendfileUnsupported = errors.New("origin: sendfile unsupported for this file")
 
-func newTCP(tc *net.TCPConn, l *Listener, ip string) (*TCP, error) {
+func newTCP(tc *net.TCPConn, l *Listener) (*TCP, error) {
 	raw, err := tc.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	c := &TCP{TCPConn: tc, raw: raw, ln: l, ip: ip}
+	c := &TCP{TCPConn: tc, raw: raw, ln: l}
 	c.writeFn = c.writeMoreOnce
 	c.sendfnFn = c.sendfileOnce
 	return c, nil
@@ -67,7 +66,7 @@ func newTCP(tc *net.TCPConn, l *Listener, ip string) (*TCP, error) {
 // Close releases the connection's place in the listener's limits once.
 func (c *TCP) Close() error {
 	err := c.TCPConn.Close()
-	c.once.Do(func() { c.ln.releaseConn(c) })
+	c.once.Do(c.ln.release)
 	return err
 }
 
