@@ -178,14 +178,15 @@ func varyAcceptEncoding(ctx *fasthttp.RequestCtx) {
 func (f *files) gzipSibling(p *plan) (*cache.Handle, stepResult) {
 	name := p.h.Name + ".gz"
 	var sib *cache.Handle
+	var outcome cache.Outcome
 	var err error
 	if p.noBlock {
 		var ready bool
-		if sib, _, err, ready = f.cache.TryAcquire(name); !ready {
+		if sib, outcome, err, ready = f.cache.TryAcquire(name); !ready {
 			return nil, stepSuspend
 		}
 	} else {
-		sib, err = f.cache.Acquire(name)
+		sib, outcome, err = f.cache.AcquireOutcome(name)
 	}
 	if err != nil {
 		return nil, stepNext
@@ -194,7 +195,9 @@ func (f *files) gzipSibling(p *plan) (*cache.Handle, stepResult) {
 		sib.Release()
 		return nil, stepNext
 	}
-	if f.pub.inProgress(sib, sib.ChangeTime(), false) {
+	// Opened now (a miss): settled by its dates, it may still have a
+	// writer that paused; the kernel's word decides, as for the file.
+	if f.pub.inProgress(sib, sib.ChangeTime(), outcome == cache.Miss) {
 		// Still being written (gzip -k writes it in place): dropped from
 		// the cache, so the finished one is opened again.
 		f.pub.drop(sib.Name)

@@ -217,6 +217,53 @@ func TestGzipStatic(t *testing.T) {
 	}
 }
 
+// TestGzipStaticPausedWriter: a name.gz whose writer paused with it open
+// for longer than -settle is not sent (its bytes so far are a truncated
+// gzip stream): the file goes out as it is; once its writer closes it,
+// the name.gz is sent. The kernel's word on writers decides for the
+// sibling as it does for the file (TestPausedWriterNotPublished).
+func TestGzipStaticPausedWriter(t *testing.T) {
+	root := t.TempDir()
+	pl := playlistFor(100)
+	writeFile(t, root, "v/index.m3u8", pl)
+	chtimes(t, filepath.Join(root, "v", "index.m3u8"), time.Now().Add(-time.Hour))
+	var zb bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zb, gzip.BestCompression)
+	zw.Write([]byte(pl))
+	zw.Close()
+	sibling := zb.Bytes()
+	ts := startServer(t, root, func(c *origin.Config) {
+		c.Gzip, c.Settle = origin.GzipStatic, 200*time.Millisecond
+	})
+	w, err := os.Create(filepath.Join(root, "v", "index.m3u8.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, err := w.Write(sibling[:len(sibling)/2]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the writer pauses: longer than -settle
+	c := ts.dial()
+	ae := "Accept-Encoding: gzip"
+	mustIdentity(t, c.do("GET", "/v/index.m3u8", ae), []byte(pl), "Accept-Encoding", "a name.gz whose writer paused with it open")
+	if _, err := w.Write(sibling[len(sibling)/2:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var r *response
+	waitFor(t, 10*time.Second, "the closed name.gz sent", func() bool {
+		r = c.do("GET", "/v/index.m3u8", ae)
+		return r.Header.Get("Content-Encoding") == "gzip"
+	})
+	mustGzip(t, r, pl, "the closed name.gz")
+	if !bytes.Equal(r.body, sibling) {
+		t.Errorf("the closed name.gz: body is not its bytes")
+	}
+}
+
 // TestGzipOff: -gzip off sends every file as it is, with no Vary.
 func TestGzipOff(t *testing.T) {
 	root := t.TempDir()
