@@ -167,7 +167,7 @@ func TestContentETagDeadline(t *testing.T) {
 	if r.header("ETag") != "" {
 		t.Errorf("503 carries ETag %q", r.header("ETag"))
 	}
-	testwait.For(t, 20*time.Second, "the hash of 128 MiB", func() bool { return ts.srv.Stats().Content.Hashed == 1 })
+	testwait.For(t, 60*time.Second, "the hash of 128 MiB (race detector, shared cores)", func() bool { return ts.srv.Stats().Content.Hashed == 1 })
 	r = ts.get("/big.mp4", "Range: bytes=0-99")
 	mustStatus(t, r, 206, "once hashed")
 	mustBody(t, r, synthBytes("big.mp4", 0, 100), "once hashed")
