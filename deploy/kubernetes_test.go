@@ -103,6 +103,13 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("deployment.yaml: -%s=%s, but containerPort %q is %q", flag, flags[flag], port, ports[port])
 		}
 	}
+	// Annotation discovery scrapes the pod at prometheus.io/port and
+	// /path (TestPackageUnderSystemd runs that scrape).
+	_, annotations := podMetadata(t, dep)
+	if _, p, _ := strings.Cut(flags["admin-listen"], ":"); annotations["prometheus.io/port"] != p || annotations["prometheus.io/scrape"] != "true" {
+		t.Errorf("deployment.yaml: pod annotations %v, want prometheus.io/scrape \"true\" and prometheus.io/port the port of -admin-listen=%s",
+			annotations, flags["admin-listen"])
+	}
 	readiness := probe(t, dep, "readinessProbe")
 	liveness := probe(t, dep, "livenessProbe")
 	if readiness.path != "/readyz" || readiness.port != "admin" {

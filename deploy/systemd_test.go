@@ -28,8 +28,8 @@ const rootfsPackages = "systemd,systemd-sysv,dbus,procps,curl,logrotate"
 
 // TestPackageUnderSystemd installs the .deb `make deb` builds in a Debian
 // 12 container booted by systemd-nspawn (systemd 252 as PID 1, a network
-// of its own) and runs it as an operator would, each step over TCP from
-// inside the container:
+// of its own) and runs it as an operator would on a first afternoon, each
+// step over TCP from inside the container:
 //   - the package makes the user, /etc/segorigin (0750 root:segorigin) and
 //     /var/log/segorigin (2750 segorigin:adm);
 //   - without /srv/media the start fails and the journal says why (no
@@ -38,9 +38,17 @@ const rootfsPackages = "systemd,systemd-sysv,dbus,procps,curl,logrotate"
 //     key file) starts, serves the exact bytes and logs the URL to play;
 //     the access log is 0640 segorigin:adm, and stays so after the
 //     shipped logrotate file rotates it;
-//   - the secure_link example starts as documented; a link signed with a
-//     new secret is refused until `systemctl reload`, accepted after it,
-//     and the old secret's link refused from then on;
+//   - the secure_link example starts as documented; ffmpeg plays a title
+//     from a link `segorigin sign` made, decoding exactly the frames the
+//     files on disk hold; a link signed with a new secret is refused
+//     until `systemctl reload`, accepted (and played) after it, and the
+//     old secret's link refused from then on, the service never restarted;
+//   - the title's release swapped by symlink (ln -sfn, mv -T) is served
+//     from the new release, and ffmpeg plays that release;
+//   - Prometheus, scraping the service as a static job and as the pod of
+//     deploy/kubernetes found by annotation discovery, loads the shipped
+//     alert rules (each healthy), and every query of the shipped
+//     dashboard returns data for either job;
 //   - installing the package over itself (an upgrade) restarts the
 //     running service.
 func TestPackageUnderSystemd(t *testing.T) {
@@ -50,6 +58,8 @@ func TestPackageUnderSystemd(t *testing.T) {
 	debootstrap := testreq.Tool(t, "debootstrap", "the Debian package debootstrap, which .ci/deps installs")
 	unshare := testreq.Tool(t, "unshare", "the Debian package util-linux")
 	nsenter := testreq.Tool(t, "nsenter", "the Debian package util-linux")
+	testreq.Tool(t, "ffmpeg", "the Debian package ffmpeg, which .ci/deps installs")
+	testreq.Tool(t, "prometheus", "the Debian package prometheus, which .ci/deps installs")
 
 	tree := debianTree(t, debootstrap)
 	pkgDir := t.TempDir()
@@ -57,6 +67,7 @@ func TestPackageUnderSystemd(t *testing.T) {
 	if err := os.Link(deb, filepath.Join(pkgDir, "segorigin.deb")); err != nil {
 		t.Fatal(err)
 	}
+	releases(t, filepath.Join(pkgDir, "media"))
 	c := boot(t, unshare, nspawn, nsenter, tree, pkgDir)
 
 	c.sh(t, "dpkg -i /pkg/segorigin.deb")
@@ -91,6 +102,7 @@ func TestPackageUnderSystemd(t *testing.T) {
 
 	const playlist = "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:4\n#EXTINF:4.0,\nseg0.ts\n#EXT-X-ENDLIST\n"
 	c.sh(t, "install -d -m 755 /srv/media/hls && printf '%s' '"+playlist+"' > /srv/media/hls/master.m3u8")
+	c.sh(t, "cp -r /pkg/media/releases /srv/media/ && ln -s releases/a /srv/media/vod")
 	t.Run("http only", func(t *testing.T) {
 		c.sh(t, "systemctl start segorigin")
 		// A file changed less than -settle (2 s) ago is answered 503 +
@@ -128,23 +140,25 @@ func TestPackageUnderSystemd(t *testing.T) {
 				c.sh(t, "journalctl -u segorigin --no-pager -o cat | tail -20"))
 		}
 	})
+	adminAddr := strings.TrimSpace(c.sh(t, "sed -n 's/^SEGORIGIN_ADMIN_LISTEN=//p' /etc/default/segorigin"))
+	installed := fmt.Sprintf("/proc/%d/root/usr/share/segorigin/", c.pid1)
+	startPrometheus(t, c, adminAddr, installed+"prometheus/alerts.yml")
+	var link string
 	t.Run("secure_link and reload", func(t *testing.T) {
 		c.sh(t, "printf %s old-secret | install -m 640 -g segorigin /dev/stdin /etc/segorigin/securelink-secret")
 		c.sh(t, "cp /usr/share/doc/segorigin/examples/secure-link.env /etc/default/segorigin && systemctl restart segorigin")
 		sign := func() string {
 			return strings.TrimSpace(c.sh(t, "segorigin sign -securelink-secret-file /etc/segorigin/securelink-secret"+
-				" -scope /hls/master.m3u8 -remote-addr 127.0.0.1 -ttl 1h"))
+				" -scope "+vodTitle+" -remote-addr 127.0.0.1 -ttl 1h"))
 		}
 		status := func(path string) string {
 			return c.sh(t, "curl -s -o /dev/null -w '%{http_code}' 'http://127.0.0.1"+path+"'")
 		}
 		oldLink := sign()
-		if got := status("/hls/master.m3u8"); got != "403" {
+		if got := status(vodTitle); got != "403" {
 			t.Errorf("GET without a link = %s, want 403", got)
 		}
-		if got := status(oldLink); got != "200" {
-			t.Errorf("GET %s = %s, want 200", oldLink, got)
-		}
+		playSigned(t, c, oldLink, filepath.Join(pkgDir, "media/releases/a/hls/master.m3u8"))
 		c.sh(t, "printf %s new-secret | install -m 640 -g segorigin /dev/stdin /etc/segorigin/securelink-secret")
 		newLink := sign()
 		if got := status(newLink); got != "403" {
@@ -158,8 +172,42 @@ func TestPackageUnderSystemd(t *testing.T) {
 		if got := status(oldLink); got != "403" {
 			t.Errorf("old secret's link after reload = %s, want 403", got)
 		}
+		playSigned(t, c, newLink, filepath.Join(pkgDir, "media/releases/a/hls/master.m3u8"))
 		if got := c.sh(t, "systemctl show -p MainPID --value segorigin"); got != pid {
 			t.Errorf("reload restarted the service: MainPID %s, then %s", strings.TrimSpace(pid), strings.TrimSpace(got))
+		}
+		link = newLink
+	})
+	t.Run("release swap", func(t *testing.T) {
+		if link == "" {
+			t.Skip("no link: secure_link and reload failed")
+		}
+		took := swapRelease(t, c, link)
+		t.Logf("release b served %v after the swap", took.Round(time.Millisecond))
+		playSigned(t, c, link, filepath.Join(pkgDir, "media/releases/b/hls/master.m3u8"))
+		gone := strings.TrimSpace(c.sh(t, "segorigin sign -securelink-secret-file /etc/segorigin/securelink-secret"+
+			" -scope /vod/hls/270p/index.m3u8 -remote-addr 127.0.0.1 -ttl 1h"))
+		if got := c.sh(t, "curl -s -o /dev/null -w '%{http_code}' 'http://127.0.0.1"+gone+"'"); got != "404" {
+			t.Errorf("release a's 270p playlist after the swap = %s, want 404 (release b has none)", got)
+		}
+		if got := c.sh(t, "curl -s -o /dev/null -w '%{http_code}' http://"+adminAddr+"/readyz"); got != "200" {
+			t.Errorf("/readyz after the swap = %s, want 200", got)
+		}
+	})
+	t.Run("dashboard", func(t *testing.T) {
+		// The pod stands in for deploy/kubernetes's at IP 127.0.0.1: its
+		// admin listener the packaged service's, on the same port
+		// (TestKubernetesManifests checks the annotation names the port
+		// -admin-listen binds).
+		_, annotations := podMetadata(t, readFile(t, "kubernetes/deployment.yaml"))
+		if _, port, _ := strings.Cut(adminAddr, ":"); port != annotations["prometheus.io/port"] {
+			t.Fatalf("the package's admin listener %s is not on the pod's annotated port %s", adminAddr, annotations["prometheus.io/port"])
+		}
+		awaitScrapes(t, c, "segorigin", "kubernetes-pods")
+		checkAnnotationTarget(t, c, "http://127.0.0.1:"+annotations["prometheus.io/port"]+annotations["prometheus.io/path"])
+		checkRules(t, c, installed+"prometheus/alerts.yml")
+		for _, job := range []string{"segorigin", "kubernetes-pods"} {
+			checkDashboard(t, c, installed+"grafana/segorigin.json", job)
 		}
 	})
 	t.Run("upgrade restarts", func(t *testing.T) {
