@@ -115,12 +115,25 @@ func (pb *publisher) inProgress(h *cache.Handle, changed int64, opened bool) boo
 			return false
 		}
 		open, known := writerOpen(h.Fd())
-		return known && open
+		return known && (open || grownSinceOpen(h))
 	}
 	if open, known := writerOpen(h.Fd()); known {
-		return open
+		return open || grownSinceOpen(h)
 	}
 	return true
+}
+
+// grownSinceOpen reports whether the file behind h is no longer what its
+// open saw: a size or mtime other than h's. The kernel's "no writer now"
+// is about now, h's size about its open: a writer that wrote its last
+// bytes and closed between the two leaves a closed file that h has only
+// part of. Asked after writerOpen, so a write it misses comes from a
+// writer that opened the file after it was done (a new version, which the
+// watcher reports). An fstat that fails counts as changed: the next
+// request opens the file again.
+func grownSinceOpen(h *cache.Handle) bool {
+	fi, err := h.File.Stat()
+	return err != nil || fi.Size() != h.Size || !fi.ModTime().Equal(h.ModTime)
 }
 
 // check applies the settle rule to a request for h, which last changed at
