@@ -131,8 +131,11 @@ func TestInlinePipelined(t *testing.T) {
 // TestInlineRenameReplace: a playlist replaced by atomic rename hundreds of
 // times a second while clients fetch it over keep-alive connections: every
 // body is wholly one version (ARCHITECTURE.md: "wholly old or wholly
-// new"), and a request that starts later than freshness after a version
-// was published never gets an older one.
+// new"); a client never gets a version older than one it got before (an
+// inlined copy replaced is never served again); and once the renames
+// stop, the last version is what every request gets. (How soon after a
+// rename is the watcher's latency, which a loaded machine stretches:
+// TestReplaceByRenameUnderLoad bounds it, not this test.)
 func TestInlineRenameReplace(t *testing.T) {
 	root := t.TempDir()
 	ts := startServer(t, root, nil)
@@ -150,17 +153,14 @@ func TestInlineRenameReplace(t *testing.T) {
 		}
 	}
 	publish(0)
-	// publishedAt[v] is when version v was renamed into place.
-	var mu sync.Mutex // protects publishedAt
-	publishedAt := []time.Time{time.Now()}
 	stop := time.Now().Add(1500 * time.Millisecond)
-	var bodies, late atomic.Int64
+	var bodies, backwards atomic.Int64
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
 			c := ts.dial()
+			seen := -1 // the newest version this client got
 			for time.Now().Before(stop) {
-				started := time.Now()
 				r := c.do("GET", "/live/index.m3u8")
 				v, ok := parseVersion(r.body)
 				if r.StatusCode != 200 || !ok {
@@ -168,31 +168,28 @@ func TestInlineRenameReplace(t *testing.T) {
 					return
 				}
 				bodies.Add(1)
-				mu.Lock()
-				for nv := v + 1; nv < len(publishedAt); nv++ {
-					if started.Sub(publishedAt[nv]) > freshness {
-						late.Add(1)
-						break
-					}
+				if v < seen {
+					backwards.Add(1)
 				}
-				mu.Unlock()
+				seen = max(seen, v)
 			}
 		})
 	}
 	versions := 0
 	for v := 1; time.Now().Before(stop); v++ {
 		publish(v)
-		mu.Lock()
-		publishedAt = append(publishedAt, time.Now())
-		mu.Unlock()
 		versions = v
 		time.Sleep(2 * time.Millisecond)
 	}
 	wg.Wait()
 	t.Logf("%d versions published, %d bodies fetched, inline bodies %d", versions, bodies.Load(), ts.srv.Stats().Transport.InlineResponses)
-	if n := late.Load(); n > 0 {
-		t.Errorf("%d requests started more than %v after a newer version was published got an older one", n, freshness)
+	if n := backwards.Load(); n > 0 {
+		t.Errorf("%d answers were older than one their client had got before", n)
 	}
+	waitFor(t, 30*time.Second, fmt.Sprintf("version %d, the last published, served", versions), func() bool {
+		v, ok := parseVersion(ts.get("/live/index.m3u8").body)
+		return ok && v == versions
+	})
 	if ts.srv.Stats().Transport.InlineResponses == 0 {
 		t.Errorf("no body was served inline")
 	}
