@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"segorigin/fixtures/synth"
 	"segorigin/origin"
@@ -81,6 +82,57 @@ func testContentTypeAndCacheControl(t *testing.T, mode serverMode) {
 // TestMediaTypes: the built-in table covers CMAF and subtitle tracks and
 // what else a VOD origin holds; Config.Types (-mime) adds extensions,
 // overrides built-in ones, and its kind picks the Cache-Control class.
+// TestCacheControlByKind: -cache-control-playlist, -cache-control-segment
+// and -cache-control-other set the Cache-Control of their kinds, as
+// nginx's expires or add_header Cache-Control in a location per type
+// would; an empty value sends none.
+func TestCacheControlByKind(t *testing.T) { everyMode(t, testCacheControlByKind) }
+
+func testCacheControlByKind(t *testing.T, mode serverMode) {
+	ts := mode.start(t, "", func(c *origin.Config) {
+		c.CacheControlPlaylist = "public, max-age=2"
+		c.CacheControlSegment = "public, max-age=86400"
+		c.CacheControlOther = "private, max-age=60"
+	})
+	getTyped(t, ts, "v/index.m3u8", "application/vnd.apple.mpegurl", "public, max-age=2")
+	getTyped(t, ts, "v/manifest.mpd", "application/dash+xml", "public, max-age=2")
+	getTyped(t, ts, "v/seg1.m4s", "video/iso.segment", "public, max-age=86400")
+	getTyped(t, ts, "v/blob.xyz", "application/octet-stream", "private, max-age=60")
+	getTyped(t, ts, "v/noext", "application/octet-stream", "private, max-age=60")
+	none := mode.start(t, "", func(c *origin.Config) { c.CacheControlOther = "" })
+	if r := getTyped(t, none, "v/blob.xyz", "application/octet-stream", ""); len(r.Header.Values("Cache-Control")) != 0 {
+		t.Errorf("-cache-control-other empty: Cache-Control %q sent", r.Header.Values("Cache-Control"))
+	}
+}
+
+// TestMaxRequestsPerConn: -max-requests-per-conn N (nginx's
+// keepalive_requests) answers the Nth request of a connection with
+// Connection: close and closes it after that response (RFC 9112 §9.6: a
+// server that sends "close" MUST initiate a close of the connection after
+// it sends the response); the requests before it keep the connection.
+func TestMaxRequestsPerConn(t *testing.T) { everyMode(t, testMaxRequestsPerConn) }
+
+func testMaxRequestsPerConn(t *testing.T, mode serverMode) {
+	ts := mode.start(t, "", func(c *origin.Config) { c.MaxRequestsPerConn = 3 })
+	writeFile(t, ts.root, "v/index.m3u8", "#EXTM3U\n")
+	c := ts.dial()
+	for i := 1; i <= 3; i++ {
+		r := c.do("GET", "/v/index.m3u8")
+		mustStatus(t, r, 200, fmt.Sprintf("request %d", i))
+		mustBody(t, r, []byte("#EXTM3U\n"), fmt.Sprintf("request %d", i))
+		// net/http takes Connection: close out of the header into Close.
+		if r.Close != (i == 3) {
+			t.Errorf("request %d of -max-requests-per-conn 3: Connection: close %v, want %v", i, r.Close, i == 3)
+		}
+	}
+	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := c.br.Read(make([]byte, 1)); err == nil {
+		t.Errorf("after the third response the connection is still open (read %d bytes)", n)
+	}
+	// A new connection is served again.
+	mustStatus(t, ts.dial().do("GET", "/v/index.m3u8"), 200, "a new connection")
+}
+
 func TestMediaTypes(t *testing.T) { everyMode(t, testMediaTypes) }
 
 func testMediaTypes(t *testing.T, mode serverMode) {
