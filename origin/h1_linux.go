@@ -280,7 +280,7 @@ func refusal(in []byte, limit int, err error) error {
 		// else follows it, as soon as the line has arrived.
 		return fmt.Errorf("%w (HTTP/%c): %w", errVersion, '0'+major, err)
 	}
-	if te := httpmsg.FieldList(headerBlock(in), "Transfer-Encoding"); httpmsg.CodingsBeforeChunked(te) {
+	if te := httpmsg.FieldList(refusedHeader(in, err), "Transfer-Encoding"); httpmsg.CodingsBeforeChunked(te) {
 		// fasthttp refuses every coding but chunked. RFC 9112 §6.1: "A
 		// server that receives a request message with a transfer coding
 		// it does not understand SHOULD respond with 501 (Not
@@ -289,6 +289,26 @@ func refusal(in []byte, limit int, err error) error {
 		return fmt.Errorf("%w (%q): %w", errCodingNotImplemented, te, err)
 	}
 	return err
+}
+
+// refusedHeader is the header section a refusal may read: up to the
+// bare LF or CR that refused it, which is refused as soon as it arrives,
+// so what follows it (a Transfer-Encoding line that would make it 501)
+// must not change the answer of bytes that arrive together rather than
+// apart; all of it otherwise.
+func refusedHeader(in []byte, err error) []byte {
+	block := headerBlock(in)
+	at := -1
+	switch {
+	case errors.Is(err, errBareLF):
+		at = httpmsg.BareLF(block)
+	case errors.Is(err, errBareCR):
+		at = httpmsg.BareCR(block)
+	}
+	if at >= 0 {
+		return block[:at]
+	}
+	return block
 }
 
 // refusedMethod sets a refused request's method as its request line

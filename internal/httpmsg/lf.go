@@ -16,14 +16,17 @@ import "bytes"
 // client that plays media sends a bare LF. fasthttp's reader waits for
 // CRLFCRLF, so without this check a bare-LF request would hang until the
 // read timeout.
-func HasBareLF(head []byte) bool {
+func HasBareLF(head []byte) bool { return BareLF(head) >= 0 }
+
+// BareLF is the offset of the first bare LF in head, -1 without one.
+func BareLF(head []byte) int {
 	for off := 0; ; {
 		i := bytes.IndexByte(head[off:], '\n')
 		if i < 0 {
-			return false
+			return -1
 		}
 		if at := off + i; at == 0 || head[at-1] != '\r' {
-			return true
+			return at
 		}
 		off += i + 1
 	}
@@ -38,15 +41,18 @@ func HasBareLF(head []byte) bool {
 // the element". segorigin considers it invalid (400): fasthttp's reader
 // finds no line end in it and waits for a CRLFCRLF that such a client
 // may never send.
-func HasBareCR(head []byte) bool {
+func HasBareCR(head []byte) bool { return BareCR(head) >= 0 }
+
+// BareCR is the offset of the first bare CR in head, -1 without one.
+func BareCR(head []byte) int {
 	for off := 0; ; {
 		i := bytes.IndexByte(head[off:], '\r')
 		if i < 0 {
-			return false
+			return -1
 		}
 		at := off + i
 		if at+1 < len(head) && head[at+1] != '\n' {
-			return true
+			return at
 		}
 		off = at + 1
 	}
