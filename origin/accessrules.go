@@ -3,7 +3,6 @@ package origin
 import (
 	"fmt"
 	"io/fs"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -15,12 +14,10 @@ import (
 // counted and logged by admitted.
 var errAccessRefused = fmt.Errorf("origin: refused by the access rules: %w", fs.ErrPermission)
 
-// admission holds the allow/deny rules and valid referers in force
-// (Config.Access, swapped by ReloadAccess) and the limiters of their
-// refusals' log lines, which outlive a reload.
+// admission holds the limiters of the access rules' refusals' log lines,
+// which outlive a reload; the rules are the policy's (policy.access).
 type admission struct {
-	policy atomic.Pointer[access.Policy]      // nil: nothing refused, nothing read
-	logs   [access.NumVerdicts]rateLimitedLog // refusals, by verdict
+	logs [access.NumVerdicts]rateLimitedLog // refusals, by verdict
 }
 
 // AccessCounters count requests refused by Config.Access, indexed by
@@ -37,13 +34,10 @@ func accessMetrics(t *table, st *AccessCounters[int64]) {
 	}
 }
 
-// newAccess puts cfg.Access (checked by validate) in force: a step of New.
+// newAccess sets the refusals' log limiters up: a step of New.
 func (s *Server) newAccess(*cleanups) error {
 	for i := range s.admit.logs {
 		s.admit.logs[i].Every, s.admit.logs[i].Now = 10*time.Second, s.cfg.Now
-	}
-	if err := s.ReloadAccess(s.cfg.Access); err != nil {
-		return fmt.Errorf("origin: access: %w", err)
 	}
 	return nil
 }
@@ -53,23 +47,16 @@ func (s *Server) newAccess(*cleanups) error {
 // the check off. Requests already checked are unaffected. A src that
 // does not parse leaves the rules in force.
 func (s *Server) ReloadAccess(src string) error {
-	p, err := access.Parse(src)
-	if err != nil {
+	return s.pol.change(func(p *policy) (err error) {
+		p.access, err = s.accessPolicy(src)
+		p.src.Access = src
 		return err
-	}
-	for _, w := range p.Warnings {
-		s.log.Warn("access rules: "+w, "rules", p.Addresses.Len())
-	}
-	if p.Empty() {
-		p = nil
-	}
-	s.admit.policy.Store(p)
-	return nil
+	})
 }
 
 // AccessRules is how many allow/deny rules are in force.
 func (s *Server) AccessRules() int {
-	if p := s.admit.policy.Load(); p != nil {
+	if p := s.pol.now().access; p != nil {
 		return p.Addresses.Len()
 	}
 	return 0
@@ -79,7 +66,7 @@ func (s *Server) AccessRules() int {
 // the request (its client address, or its Referer); with none in force
 // it costs one atomic load.
 func (s *Server) admitted(ctx *fasthttp.RequestCtx) bool {
-	p := s.admit.policy.Load()
+	p := s.pol.of(ctx).access
 	if p == nil {
 		return true
 	}

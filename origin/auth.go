@@ -422,7 +422,7 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 			"client", s.clientIP(ctx), "suppressed", l.Suppressed())
 	}
 	// A 410 is a refusal too: the Cache-Control of refusals, not of 404s.
-	s.resp.setErrorHeaders(&ctx.Response.Header, min(code, fasthttp.StatusForbidden))
+	s.resp.setErrorHeaders(ctx, min(code, fasthttp.StatusForbidden))
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(fmt.Sprintf("%d %s\n", code, fasthttp.StatusMessage(code)))
@@ -432,31 +432,16 @@ func (s *Server) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, err 
 // typically) without dropping a connection: requests already checked are
 // unaffected, the next ones use the new settings. Authorization can be
 // neither turned on nor off by a reload.
-func (s *Server) ReloadAuth(cfg AuthConfig) error {
-	if s.auth.Load() == nil || !cfg.enabled() {
-		return errors.New("origin: authorization can only be reloaded when it is on, and stays on")
-	}
-	a, err := newAuthorizer(cfg, &s.stats.Auth, s.cfg.Now)
-	if err != nil {
-		return fmt.Errorf("origin: auth: %w", err)
-	}
-	old := s.auth.Swap(a)
-	// segorigin_log_suppressed_total{kind="auth"} is a counter: carry the
-	// held-back counts over, or a reload would make it go down.
-	for i := range a.logs {
-		a.logs[i].Inherit(&old.logs[i])
-	}
-	return nil
-}
+func (s *Server) ReloadAuth(cfg AuthConfig) error { return s.reloadAuth(cfg) }
 
 // redactor returns what hides tokens in logged text: the carriers of the
 // authorization in force, or (authorization off) hmac= fields only.
 func (s *Server) redactor() token.Redactor {
-	if a := s.auth.Load(); a != nil {
+	if a := s.pol.now().auth; a != nil {
 		return a.redact
 	}
 	return token.Redactor{}
 }
 
 // AuthEnabled reports whether requests need tokens.
-func (s *Server) AuthEnabled() bool { return s.auth.Load() != nil }
+func (s *Server) AuthEnabled() bool { return s.pol.now().auth != nil }

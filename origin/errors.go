@@ -148,7 +148,7 @@ func (rs *responder) fail(ctx *fasthttp.RequestCtx, err error) {
 				"suppressed", rs.escapeLog.Suppressed())
 		}
 	}
-	rs.setErrorHeaders(&ctx.Response.Header, code)
+	rs.setErrorHeaders(ctx, code)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(strconv.Itoa(code) + " " + fasthttp.StatusMessage(code) + "\n")
@@ -187,7 +187,7 @@ func (rs *responder) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 			"err", rs.loggable(err.Error()), "suppressed", rs.parseErrLog.Suppressed())
 	}
 	rs.setCORS(ctx, ctx.Request.Header.Peek("Origin"))
-	rs.setErrorHeaders(&ctx.Response.Header, code)
+	rs.setErrorHeaders(ctx, code)
 	ctx.Response.Header.SetCanonical(hdrNoSniff, valNoSniff)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)

@@ -131,7 +131,7 @@ var (
 // The precompressed sibling goes on through the later steps as the body's
 // file; a body compressed here is answered from memory.
 func (s *Server) stepGzip(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	gz := s.gz
+	gz := s.pol.of(ctx).gz
 	if gz.mode == GzipOff || p.inProgress || !gz.types[p.mt.contentType] {
 		return stepNext
 	}
@@ -209,7 +209,7 @@ func (s *Server) gzipSibling(p *plan) (*cache.Handle, stepResult) {
 // the file when the cache did not inline it, and compressing is the
 // loop's time otherwise) and kept when the inline budget has room.
 func (s *Server) serveCompressed(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	gz, h := s.gz, p.h
+	gz, h := s.pol.of(ctx).gz, p.h
 	e := h.Encoded()
 	if e == nil {
 		if p.noBlock {
@@ -270,7 +270,7 @@ func gzipETag(etag string) string {
 func (s *Server) gzipHeader(ctx *fasthttp.RequestCtx, p *plan) {
 	if p.gzip {
 		ctx.Response.Header.SetCanonical(hdrContentEncoding, valGzip)
-		s.gz.st.Static.Add(1)
+		s.stats.Gzip.Static.Add(1)
 	}
 }
 

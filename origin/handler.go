@@ -115,6 +115,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx, p *plan) {
 // false: ctx.Response holds the answer.
 func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) (name reqName, g grant, ok bool) {
 	s.stats.Requests.Add(1)
+	pol := s.pol.pin(ctx) // every setting a reload changes, read from one policy
 	rh.scan(&ctx.Request.Header)
 	// Every response: a browser must never guess a media or playlist
 	// response to be HTML or script (an uploaded .txt, a .json manifest).
@@ -167,7 +168,7 @@ func (s *Server) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) 
 		s.resp.fail(ctx, err)
 		return name, g, false
 	}
-	if a := s.auth.Load(); a != nil {
+	if a := pol.auth; a != nil {
 		file, seg := a.stripCarrier(name.view())
 		if g, err = a.check(ctx, file, seg, s.clientIP(ctx), s.cfg.Now()); err != nil {
 			s.deny(ctx, a, file, err)
@@ -285,7 +286,8 @@ func (rs *responder) setValidators(ctx *fasthttp.RequestCtx, k kind, v validator
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrETag, []byte(v.etag)) // short: converted on the stack
 	hdr.SetLastModified(v.modTime)
-	cc := rs.cacheControl[k]
+	tab := rs.tab(ctx)
+	cc := tab.cacheControl[k]
 	if uncached {
 		cc = valNoStore
 	} else if g.until != 0 {
@@ -295,7 +297,7 @@ func (rs *responder) setValidators(ctx *fasthttp.RequestCtx, k kind, v validator
 	if len(cc) > 0 {
 		hdr.SetCanonical(hdrCacheControl, cc)
 	}
-	rs.addOperatorHeaders(hdr, rs.extraHeaders[k])
+	rs.addOperatorHeaders(hdr, tab.extraHeaders[k])
 }
 
 // Response header names in the form fasthttp's Set would normalise them to

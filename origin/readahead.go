@@ -276,7 +276,7 @@ func (ra *readAhead) permitted(req raRequest, name string) (raRefusal, bool) {
 	if !s.cfg.ServeDotfiles && hiddenSegment(name) {
 		return refusedHidden, false
 	}
-	if a := s.auth.Load(); a != nil && !a.permits(req.ctx, req.g, name, s.clientIP(req.ctx), s.cfg.Now()) {
+	if a := s.pol.of(req.ctx).auth; a != nil && !a.permits(req.ctx, req.g, name, s.clientIP(req.ctx), s.cfg.Now()) {
 		return refusedUnauthorized, false
 	}
 	return 0, true

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"segorigin/cache"
@@ -23,16 +22,16 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	cache    *cache.Cache
-	watch    *watcher.Watcher           // nil when cfg.Watch is false
-	cold     *coldPath                  // nil when cfg.ColdReaders is 0
-	ra       *readAhead                 // nil when read-ahead is off
-	root     *mediaRoot                 // the directory served, opens under it, its checks
-	resp     *responder                 // header fields by configuration and status, error answers
-	clientID clientIdentity             // who a request is from (trusted proxies)
-	auth     atomic.Pointer[authorizer] // nil when authorization is off; swapped by ReloadAuth
-	admit    admission                  // allow/deny and valid referers (cfg.Access); swapped by ReloadAccess
-	gate     *conn.Gate                 // connection limits of every listener
-	tls      *conn.TLS                  // nil without a TLS certificate
+	watch    *watcher.Watcher // nil when cfg.Watch is false
+	cold     *coldPath        // nil when cfg.ColdReaders is 0
+	ra       *readAhead       // nil when read-ahead is off
+	root     *mediaRoot       // the directory served, opens under it, its checks
+	resp     *responder       // header fields by configuration and status, error answers
+	clientID clientIdentity   // who a request is from (trusted proxies)
+	pol      policies         // the request policy in force: what Reload changes (policy.go)
+	admit    admission        // the refusals' log lines of the access rules
+	gate     *conn.Gate       // connection limits of every listener
+	tls      *conn.TLS        // nil without a TLS certificate
 	stats    counters
 
 	bufPool sync.Pool // *[]byte copy buffers for the userspace body path
@@ -46,8 +45,6 @@ type Server struct {
 	streamPool sync.Pool // *bodyStream
 	planPool   sync.Pool // *plan
 	pathPool   sync.Pool // *pathBuf: the cache key of a request, see route
-
-	gz *gzipPolicy // gzip of text answers (gzip.go)
 
 	dates dateClamp // keeps Last-Modified at or before Date
 	rec   recorder  // counts, times and logs every finished response
@@ -72,7 +69,7 @@ func New(cfg Config) (_ *Server, err error) {
 	}
 	// In order: the gate's hook reaches s.cache only at accept, after New;
 	// read-ahead needs the cold pool, and the watcher the cache.
-	for _, build := range []func(*cleanups) error{s.newGate, s.newAccess, s.newAuth, s.newTLS, s.newColdPath, s.newCache, s.newWatcher} {
+	for _, build := range []func(*cleanups) error{s.newGate, s.newAccess, s.newPolicy, s.newTLS, s.newColdPath, s.newCache, s.newWatcher} {
 		if err := build(&undo); err != nil {
 			return nil, err
 		}
@@ -111,14 +108,13 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
 	}
 	s := &Server{cfg: cfg, clientID: clientID, log: cfg.Logger}
-	s.resp = newResponder(cfg, &s.stats, s.rec.countResponse, s.loggable)
+	s.resp = newResponder(cfg, &s.pol, &s.stats, s.rec.countResponse, s.loggable)
 	s.root = newMediaRoot(cfg, rt, &s.stats, func() {
 		invalidator{s}.InvalidateAll()
 		if s.watch != nil {
 			s.watch.Reroot()
 		}
 	})
-	s.gz = newGzipPolicy(cfg, s.resp.types, &s.stats.Gzip)
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
 	s.live = newLiveWaits(cfg, func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) })
@@ -146,19 +142,6 @@ func (s *Server) newGate(*cleanups) (err error) {
 	if err != nil {
 		return fmt.Errorf("origin: listener: %w", err)
 	}
-	return nil
-}
-
-// newAuth makes the authorizer, when a token carrier is configured.
-func (s *Server) newAuth(*cleanups) error {
-	if !s.cfg.Auth.enabled() {
-		return nil
-	}
-	a, err := newAuthorizer(s.cfg.Auth, &s.stats.Auth, s.cfg.Now)
-	if err != nil {
-		return fmt.Errorf("origin: auth: %w", err)
-	}
-	s.auth.Store(a)
 	return nil
 }
 

@@ -130,7 +130,7 @@ func (s *Server) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // stepValidators finds the file's validators, its change time and its
 // media type. With -etag content the validator stored in the file's
 // attribute is read where blocking is allowed.
-func (s *Server) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
+func (s *Server) stepValidators(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	h := p.h
 	p.changed = h.ChangeTime()
 	p.content = nil
@@ -143,7 +143,7 @@ func (s *Server) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
 	}
 	p.v = validators{etag: h.ETag}
 	p.v.modTime, p.v.dateClamped = s.dates.lastModified(h.ModTime.Truncate(time.Second))
-	p.mt = s.resp.lookupType(h.Name)
+	p.mt = s.resp.lookupType(ctx, h.Name)
 	p.kind = p.mt.kind
 	return stepNext
 }
