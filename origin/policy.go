@@ -65,9 +65,14 @@ type policies struct {
 	mu  sync.Mutex // serializes swaps: change reads, edits and stores
 }
 
-// userPolicy is the RequestCtx user value under which a request keeps
-// the policy it pinned.
-const userPolicy = "segorigin.policy"
+// userKey is the type of this package's RequestCtx user value keys that
+// are looked up on every request: comparing one is comparing a byte, not
+// a string.
+type userKey uint8
+
+// userPolicy is the user value under which a request keeps the policy it
+// pinned.
+const userPolicy userKey = 1
 
 // pin makes the policy in force the request's, for all it reads from
 // then on (of), and returns it.
