@@ -1,8 +1,8 @@
 package origin
 
 import (
+	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -11,8 +11,8 @@ import (
 )
 
 // errAccessRefused is a refusal by Config.Access: 403, the reason
-// counted and logged by admitted.
-var errAccessRefused = fmt.Errorf("origin: refused by the access rules: %w", fs.ErrPermission)
+// counted and logged by admitted (not a file the server may not read).
+var errAccessRefused = errors.New("origin: refused by the access rules")
 
 // admission holds the limiters of the access rules' refusals' log lines,
 // which outlive a reload; the rules are the policy's (policy.access).

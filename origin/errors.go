@@ -61,6 +61,8 @@ func statusFor(err error) int {
 		// Directories are never listed, and a symlink that leaves the root
 		// is, for the client, simply not there.
 		return fasthttp.StatusNotFound
+	case errors.Is(err, errAccessRefused):
+		return fasthttp.StatusForbidden
 	case errors.Is(err, fs.ErrPermission):
 		// nginx answers 403 when open(2) fails with EACCES (and logs
 		// "(13: Permission denied)"): the file is there, the server may
@@ -140,6 +142,8 @@ func (rs *responder) fail(ctx *fasthttp.RequestCtx, err error) {
 			rs.log.Info("bad request path", "raw", rs.loggable(string(ctx.URI().PathOriginal())), "err", err,
 				"suppressed", rs.badPathLog.Suppressed())
 		}
+	case errors.Is(err, errAccessRefused):
+		// Counted and logged by admitted, by reason.
 	case code == fasthttp.StatusForbidden:
 		rs.permissionDenied(ctx, err)
 	default:
