@@ -61,6 +61,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseNextRange$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/predict
 	$(GO) test -run='^$$' -fuzz='^FuzzInProgress$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/publish
 	$(GO) test -run='^$$' -fuzz='^FuzzParseAttr$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/etag
+	$(GO) test -run='^$$' -fuzz='^FuzzParseEnvFile$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/schema
 
 # -buildvcs=auto: stamp the commit (segorigin -version, segorigin_build_info)
 # where git can tell it, even when GOFLAGS says -buildvcs=false.

@@ -19,8 +19,9 @@ import (
 // TestEnvironmentFile: every SEGORIGIN_* line of segorigin.env and of the
 // examples/*.env variants, the commented examples included, names a flag
 // and has a value it takes (the binary refuses either mistake at start, and
-// -version stops it there), and none sets a flag the unit's ExecStart=
-// gives: the command line would win, and the line would do nothing.
+// -version stops it there), the file as it is reads as a -config file,
+// and none sets a flag the unit's ExecStart= gives: the command line
+// would win, and the line would do nothing.
 func TestEnvironmentFile(t *testing.T) {
 	unit, err := os.ReadFile("segorigin.service")
 	if err != nil {
@@ -44,6 +45,7 @@ func TestEnvironmentFile(t *testing.T) {
 				t.Fatalf("segorigin.env has %d SEGORIGIN_* lines, want the 10 and more it had", len(env))
 			}
 			runVersion(t, nil, env)
+			runVersion(t, []string{"-config", path}, nil) // as the unit reads it
 		})
 	}
 }

@@ -38,6 +38,9 @@ const rootfsPackages = "systemd,systemd-sysv,dbus,procps,curl,logrotate"
 //     key file) starts, serves the exact bytes and logs the URL to play;
 //     the access log is 0640 segorigin:adm, and stays so after the
 //     shipped logrotate file rotates it;
+//   - a line added to /etc/default/segorigin (SEGORIGIN_ACCESS=deny all)
+//     takes effect on `systemctl reload`, on a connection opened before
+//     it too, without a restart;
 //   - the secure_link example starts as documented; ffmpeg plays a title
 //     from a link `segorigin sign` made, decoding exactly the frames the
 //     files on disk hold; a link signed with a new secret is refused
@@ -139,6 +142,33 @@ func TestPackageUnderSystemd(t *testing.T) {
 			t.Errorf("the segment once its writer closed it: %s, %v; want 200\n%s", got, err,
 				c.sh(t, "journalctl -u segorigin --no-pager -o cat | tail -20"))
 		}
+	})
+	t.Run("settings reload", func(t *testing.T) {
+		// A line added to /etc/default/segorigin takes effect on
+		// `systemctl reload`: the next request is refused, on a
+		// connection opened before the reload too (bash's /dev/tcp: one
+		// connection, both answers on it), and the process is the same.
+		pid := c.sh(t, "systemctl show -p MainPID --value segorigin")
+		const get = `printf "GET /hls/master.m3u8 HTTP/1.1\r\nHost: t\r\n\r\n" >&3`
+		out := c.sh(t, `bash -c 'exec 3<>/dev/tcp/127.0.0.1/80; `+get+`; sleep 0.5;`+
+			` cp /etc/default/segorigin /etc/default/segorigin.orig; echo "SEGORIGIN_ACCESS=deny all" >> /etc/default/segorigin;`+
+			` systemctl reload segorigin;`+
+			` for i in $(seq 50); do [ "$(curl -s -o /dev/null -w %{http_code} http://127.0.0.1/hls/master.m3u8)" = 403 ] && break; sleep 0.2; done;`+
+			` `+get+`; timeout 2 cat <&3; true'`)
+		first, second := strings.Index(out, "HTTP/1.1 200 OK\r\n"), strings.Index(out, "HTTP/1.1 403 Forbidden\r\n")
+		if first < 0 || second < first {
+			t.Errorf("one connection across the reload: %q, want 200 then 403\n%s", out, c.sh(t, "journalctl -u segorigin --no-pager -o cat | tail -5"))
+		}
+		if got := c.sh(t, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1/hls/master.m3u8"); got != "403" {
+			t.Errorf("a new connection after the reload to deny all: %s, want 403", got)
+		}
+		if j := c.sh(t, "journalctl -u segorigin --no-pager -o cat"); !strings.Contains(j, `"msg":"SIGHUP: settings reloaded","changed":"-access"`) {
+			t.Errorf("the journal does not say -access was reloaded:\n%s", j)
+		}
+		if got := c.sh(t, "systemctl show -p MainPID --value segorigin"); got != pid {
+			t.Errorf("reload restarted the service: MainPID %s, then %s", strings.TrimSpace(pid), strings.TrimSpace(got))
+		}
+		c.sh(t, "mv /etc/default/segorigin.orig /etc/default/segorigin && systemctl reload segorigin")
 	})
 	adminAddr := strings.TrimSpace(c.sh(t, "sed -n 's/^SEGORIGIN_ADMIN_LISTEN=//p' /etc/default/segorigin"))
 	installed := fmt.Sprintf("/proc/%d/root/usr/share/segorigin/", c.pid1)

@@ -56,6 +56,16 @@ func TestSystemdUnit(t *testing.T) {
 	// ExecStart= flags and the SEGORIGIN_* of Environment= itself (an
 	// unknown flag or variable is an error), and -version stops it there.
 	args, env := unitCommand(t, string(unit))
+	// The shipped settings file where the unit names it.
+	shipped, err := filepath.Abs("segorigin.env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, a := range args {
+		if a == "/etc/default/segorigin" {
+			args[i] = shipped
+		}
+	}
 	runVersion(t, args, env)
 }
 

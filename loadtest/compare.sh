@@ -43,7 +43,9 @@ usage: bash loadtest/compare.sh [options]
   -servers LIST     comma-separated segorigin,nginx,nethttp,fasthttpfs (all), or
                     segorigin-nocache (-cache-files 0), segorigin-noinline (-inline-max 0),
                     segorigin-nocold (-cold-readers 0), segorigin-fasthttp (-engine fasthttp),
-                    segorigin-content (-etag content), segorigin-base (the binary
+                    segorigin-content (-etag content), segorigin-gzipoff (-gzip off),
+                    segorigin-access (-access: six allow prefixes, then deny all),
+                    segorigin-base (the binary
                     SEGORIGIN_BASE_BIN names: another version, in the same sitting)
   -dir DIR          workload files: used if present, generated there if not
                     (default: a temporary directory, removed at the end)
@@ -110,7 +112,7 @@ IFS=, read -r -a WL <<<"$(echo "$WORKLOADS" | tr '[:lower:]' '[:upper:]')"
 IFS=, read -r -a SV <<<"$SERVERS"
 for w in "${WL[@]}"; do [[ $w =~ ^W[1-6]$ ]] || lt_die "unknown workload $w"; done
 for s in "${SV[@]}"; do
-  case $s in segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | segorigin-content | segorigin-base | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
+  case $s in segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | segorigin-content | segorigin-gzipoff | segorigin-access | segorigin-base | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
 done
 
 tools=(go wrk curl)

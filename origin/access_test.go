@@ -160,6 +160,14 @@ func TestAccessRefusalLogged(t *testing.T) {
 	if got := strings.Count(text, "request refused"); got < 1 || got > 2 {
 		t.Errorf("%d refusal lines for %d refusals, want 1 (2 if the test straddles an interval):\n%s", got, n, text)
 	}
+	// A refusal is the operator's rule, not a file the server may not
+	// read: no error line, nothing for SegoriginPermissionDenied.
+	if strings.Contains(text, "permission denied") {
+		t.Errorf("a refusal logged as a file the server may not read:\n%s", text)
+	}
+	if got := ts.srv.Stats().FileErrors.ByReason[origin.FilePermissionDenied]; got != 0 {
+		t.Errorf("segorigin_file_errors_total{reason=\"permission_denied\"} = %d after %d refusals, want 0", got, n)
+	}
 }
 
 // TestReloadAccess: new rules take effect on the next request; rules that

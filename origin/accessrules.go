@@ -1,10 +1,9 @@
 package origin
 
 import (
+	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -13,23 +12,22 @@ import (
 )
 
 // errAccessRefused is a refusal by Config.Access: 403, the reason
-// counted and logged by admitted.
-var errAccessRefused = fmt.Errorf("origin: refused by the access rules: %w", fs.ErrPermission)
+// counted and logged by admitted (not a file the server may not read).
+var errAccessRefused = errors.New("origin: refused by the access rules")
 
 // admission decides whether a request may be answered before any file is
 // looked at, as nginx's access phase does: the allow/deny rules and valid
-// referers in force (Config.Access, swapped by reloadAccess), the token
-// check (swapped by reloadAuth), who the request is from (the trusted
-// proxies) and the per-client limit. It owns those settings, their
-// refusals' answers and log limiters (which outlive a reload); it takes
-// the responder for the answers and the counters it counts into.
+// referers and the token check of the policy the request pinned (both
+// reloaded with it: policy.go), who the request is from (the trusted
+// proxies) and the per-client limit. It owns their refusals' answers and
+// log limiters (which outlive a reload); it takes the policies, the
+// responder for the answers and the counters it counts into.
 type admission struct {
-	policy atomic.Pointer[access.Policy]      // nil: nothing refused, nothing read
-	logs   [access.NumVerdicts]rateLimitedLog // refusals, by verdict
+	pol  *policies
+	logs [access.NumVerdicts]rateLimitedLog // refusals, by verdict
 
-	auth      atomic.Pointer[authorizer] // nil when authorization is off
-	client    clientIdentity             // who a request is from (trusted proxies)
-	perClient *clientLimit               // -max-conns-per-ip; nil: no limit
+	client    clientIdentity // who a request is from (trusted proxies)
+	perClient *clientLimit   // -max-conns-per-ip; nil: no limit
 
 	resp     *responder
 	stats    *counters
@@ -38,14 +36,14 @@ type admission struct {
 	now      func() time.Time
 }
 
-// newAdmission makes the admission of cfg with nothing in force yet:
-// New's steps put the access rules (putAccess) and the authorizer in.
-func newAdmission(cfg Config, st *counters, resp *responder, loggable func(string) string) (*admission, error) {
+// newAdmission makes the admission of cfg, over the policies New puts
+// in force (newPolicy).
+func newAdmission(cfg Config, pol *policies, st *counters, resp *responder, loggable func(string) string) (*admission, error) {
 	client, err := newClientIdentity(cfg)
 	if err != nil {
 		return nil, err
 	}
-	ad := &admission{client: client, perClient: newClientLimit(cfg, &st.ClientLimited),
+	ad := &admission{pol: pol, client: client, perClient: newClientLimit(cfg, &st.ClientLimited),
 		resp: resp, stats: st, log: cfg.Logger, loggable: loggable, now: cfg.Now}
 	for i := range ad.logs {
 		ad.logs[i].Every, ad.logs[i].Now = 10*time.Second, cfg.Now
@@ -67,47 +65,21 @@ func accessMetrics(t *table, st *AccessCounters[int64]) {
 	}
 }
 
-// putInForce puts cfg's access rules (checked by validate) and, when a
-// token carrier is configured, its authorizer in force: a step of New.
-func (ad *admission) putInForce(cfg Config) error {
-	if err := ad.reloadAccess(cfg.Access); err != nil {
-		return fmt.Errorf("origin: access: %w", err)
-	}
-	if !cfg.Auth.enabled() {
-		return nil
-	}
-	a, err := newAuthorizer(cfg.Auth, &ad.stats.Auth, ad.now)
-	if err != nil {
-		return fmt.Errorf("origin: auth: %w", err)
-	}
-	ad.auth.Store(a)
-	return nil
-}
-
 // ReloadAccess replaces the allow/deny rules and valid referers with
 // those of src (nginx statements, as Config.Access); an empty src turns
 // the check off. Requests already checked are unaffected. A src that
 // does not parse leaves the rules in force.
-func (s *Server) ReloadAccess(src string) error { return s.admit.reloadAccess(src) }
-
-func (ad *admission) reloadAccess(src string) error {
-	p, err := access.Parse(src)
-	if err != nil {
+func (s *Server) ReloadAccess(src string) error {
+	return s.pol.change(func(p *policy) (err error) {
+		p.access, err = s.accessPolicy(src)
+		p.src.Access = src
 		return err
-	}
-	for _, w := range p.Warnings {
-		ad.log.Warn("access rules: "+w, "rules", p.Addresses.Len())
-	}
-	if p.Empty() {
-		p = nil
-	}
-	ad.policy.Store(p)
-	return nil
+	})
 }
 
 // AccessRules is how many allow/deny rules are in force.
 func (s *Server) AccessRules() int {
-	if p := s.admit.policy.Load(); p != nil {
+	if p := s.pol.now().access; p != nil {
 		return p.Addresses.Len()
 	}
 	return 0
@@ -117,7 +89,7 @@ func (s *Server) AccessRules() int {
 // the request (its client address, or its Referer); with none in force
 // it costs one atomic load.
 func (ad *admission) admitted(ctx *fasthttp.RequestCtx) bool {
-	p := ad.policy.Load()
+	p := ad.pol.of(ctx).access
 	if p == nil {
 		return true
 	}

@@ -406,7 +406,7 @@ func (a *authorizer) findToken(ctx *fasthttp.RequestCtx) (tok []byte, inURL bool
 // on: ok false, ctx holds the refusal. The name it returns is the file's,
 // without a path-carried token; the grant says what the token opens.
 func (ad *admission) authorize(ctx *fasthttp.RequestCtx, name reqName) (_ reqName, g grant, ok bool) {
-	a := ad.auth.Load()
+	a := ad.pol.of(ctx).auth
 	if a == nil {
 		return name, g, true
 	}
@@ -440,7 +440,7 @@ func (ad *admission) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, 
 			"client", ad.client.ip(ctx), "suppressed", l.Suppressed())
 	}
 	// A 410 is a refusal too: the Cache-Control of refusals, not of 404s.
-	ad.resp.setErrorHeaders(&ctx.Response.Header, min(code, fasthttp.StatusForbidden))
+	ad.resp.setErrorHeaders(ctx, min(code, fasthttp.StatusForbidden))
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(fmt.Sprintf("%d %s\n", code, fasthttp.StatusMessage(code)))
@@ -450,33 +450,16 @@ func (ad *admission) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, 
 // typically) without dropping a connection: requests already checked are
 // unaffected, the next ones use the new settings. Authorization can be
 // neither turned on nor off by a reload.
-func (s *Server) ReloadAuth(cfg AuthConfig) error { return s.admit.reloadAuth(cfg) }
-
-func (ad *admission) reloadAuth(cfg AuthConfig) error {
-	if ad.auth.Load() == nil || !cfg.enabled() {
-		return errors.New("origin: authorization can only be reloaded when it is on, and stays on")
-	}
-	a, err := newAuthorizer(cfg, &ad.stats.Auth, ad.now)
-	if err != nil {
-		return fmt.Errorf("origin: auth: %w", err)
-	}
-	old := ad.auth.Swap(a)
-	// segorigin_log_suppressed_total{kind="auth"} is a counter: carry the
-	// held-back counts over, or a reload would make it go down.
-	for i := range a.logs {
-		a.logs[i].Inherit(&old.logs[i])
-	}
-	return nil
-}
+func (s *Server) ReloadAuth(cfg AuthConfig) error { return s.reloadAuth(cfg) }
 
 // redactor returns what hides tokens in logged text: the carriers of the
 // authorization in force, or (authorization off) hmac= fields only.
 func (ad *admission) redactor() token.Redactor {
-	if a := ad.auth.Load(); a != nil {
+	if a := ad.pol.now().auth; a != nil {
 		return a.redact
 	}
 	return token.Redactor{}
 }
 
 // AuthEnabled reports whether requests need tokens.
-func (s *Server) AuthEnabled() bool { return s.admit.auth.Load() != nil }
+func (s *Server) AuthEnabled() bool { return s.pol.now().auth != nil }

@@ -47,13 +47,14 @@ func (e *errorCacheControl) forStatus(code int) []byte {
 
 // setErrorHeaders writes the Cache-Control and operator headers of an
 // error response.
-func (rs *responder) setErrorHeaders(hdr *fasthttp.ResponseHeader, code int) {
-	if cc := rs.errorCC.forStatus(code); len(cc) > 0 {
+func (rs *responder) setErrorHeaders(ctx *fasthttp.RequestCtx, code int) {
+	hdr, tab := &ctx.Response.Header, rs.tab(ctx)
+	if cc := tab.errorCC.forStatus(code); len(cc) > 0 {
 		hdr.SetCanonical(hdrCacheControl, cc)
 	} else {
 		hdr.Del("Cache-Control")
 	}
-	rs.addOperatorHeaders(hdr, rs.extraHeaders[kindError])
+	rs.addOperatorHeaders(hdr, tab.extraHeaders[kindError])
 }
 
 // capCacheControl appends to dst the Cache-Control value cc rewritten for a

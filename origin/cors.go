@@ -108,28 +108,29 @@ const (
 // Resource Timing see a response's phases (players use it to estimate
 // bandwidth); it names the same origins as Allow-Origin.
 func (rs *responder) setCORS(ctx *fasthttp.RequestCtx, origin []byte) {
-	if !rs.cors.enabled() {
+	cors := &rs.tab(ctx).cors
+	if !cors.enabled() {
 		return
 	}
 	hdr := &ctx.Response.Header
-	if !rs.cors.any {
+	if !cors.any {
 		hdr.Add("Vary", "Origin")
 	}
 	if len(origin) == 0 {
-		if rs.cors.any {
+		if cors.any {
 			hdr.SetCanonical(hdrAllowOrigin, valAnyOrigin)
 			hdr.SetCanonical(hdrTimingAllow, valAnyOrigin)
 		}
 		return
 	}
-	allow := rs.cors.allow(origin)
+	allow := cors.allow(origin)
 	if allow == "" {
 		return
 	}
 	hdr.SetCanonical(hdrAllowOrigin, []byte(allow))
 	hdr.SetCanonical(hdrTimingAllow, []byte(allow))
 	hdr.SetCanonical(hdrExposeHeaders, valExposeHeaders)
-	if rs.cors.credentials {
+	if cors.credentials {
 		hdr.SetCanonical(hdrAllowCreds, valTrue)
 	}
 }
@@ -142,10 +143,11 @@ func (rs *responder) options(ctx *fasthttp.RequestCtx) {
 	if len(ctx.Request.Header.Peek("Access-Control-Request-Method")) > 0 &&
 		len(hdr.Peek("Access-Control-Allow-Origin")) > 0 {
 		hdr.Set("Access-Control-Allow-Methods", corsAllowMethods)
-		if rs.cors.allowHeaders != "" {
-			hdr.Set("Access-Control-Allow-Headers", rs.cors.allowHeaders)
+		cors := &rs.tab(ctx).cors
+		if cors.allowHeaders != "" {
+			hdr.Set("Access-Control-Allow-Headers", cors.allowHeaders)
 		}
-		hdr.Set("Access-Control-Max-Age", rs.cors.maxAge)
+		hdr.Set("Access-Control-Max-Age", cors.maxAge)
 	}
 	hdr.SetContentLength(0)
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

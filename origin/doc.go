@@ -39,7 +39,9 @@
 //	  and refuses what RFC 9112 refuses (bare LF or CR, obs-fold, the
 //	  HTTP/2 preface, 414, 431, 505, bad Transfer-Encoding or Host); reads
 //	  past a body up to 64 KiB (413 above), 100 Continue once
-//	→ resolve (handler.go): the message checks, -access, the method (GET,
+//	→ resolve (handler.go): pins the policy in force (policy.go: the
+//	  settings a reload changes, one snapshot for the whole request), the
+//	  message checks, -access, the method (GET,
 //	  HEAD; OPTIONS for CORS; another RFC 9110 method 405 + Allow; an
 //	  unknown one 501), cleanPath (percent-decode, refuse NUL/CTL, remove
 //	  dot segments, refuse climbing above the root: 400), authorization

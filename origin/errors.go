@@ -61,6 +61,8 @@ func statusFor(err error) int {
 		// Directories are never listed, and a symlink that leaves the root
 		// is, for the client, simply not there.
 		return fasthttp.StatusNotFound
+	case errors.Is(err, errAccessRefused):
+		return fasthttp.StatusForbidden
 	case errors.Is(err, fs.ErrPermission):
 		// nginx answers 403 when open(2) fails with EACCES (and logs
 		// "(13: Permission denied)"): the file is there, the server may
@@ -140,6 +142,8 @@ func (rs *responder) fail(ctx *fasthttp.RequestCtx, err error) {
 			rs.log.Info("bad request path", "raw", rs.loggable(string(ctx.URI().PathOriginal())), "err", err,
 				"suppressed", rs.badPathLog.Suppressed())
 		}
+	case errors.Is(err, errAccessRefused):
+		// Counted and logged by admitted, by reason.
 	case code == fasthttp.StatusForbidden:
 		rs.permissionDenied(ctx, err)
 	default:
@@ -148,7 +152,7 @@ func (rs *responder) fail(ctx *fasthttp.RequestCtx, err error) {
 				"suppressed", rs.escapeLog.Suppressed())
 		}
 	}
-	rs.setErrorHeaders(&ctx.Response.Header, code)
+	rs.setErrorHeaders(ctx, code)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)
 	ctx.SetBodyString(strconv.Itoa(code) + " " + fasthttp.StatusMessage(code) + "\n")
@@ -187,7 +191,7 @@ func (rs *responder) handleParseError(ctx *fasthttp.RequestCtx, err error) {
 			"err", rs.loggable(err.Error()), "suppressed", rs.parseErrLog.Suppressed())
 	}
 	rs.setCORS(ctx, ctx.Request.Header.Peek("Origin"))
-	rs.setErrorHeaders(&ctx.Response.Header, code)
+	rs.setErrorHeaders(ctx, code)
 	ctx.Response.Header.SetCanonical(hdrNoSniff, valNoSniff)
 	ctx.Response.Header.SetContentType("text/plain; charset=utf-8")
 	ctx.SetStatusCode(code)

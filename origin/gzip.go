@@ -131,7 +131,7 @@ var (
 // The precompressed sibling goes on through the later steps as the body's
 // file; a body compressed here is answered from memory.
 func (f *files) stepGzip(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	gz := f.gz
+	gz := f.pol.of(ctx).gz
 	if gz.mode == GzipOff || p.inProgress || !gz.types[p.mt.contentType] {
 		return stepNext
 	}
@@ -212,7 +212,7 @@ func (f *files) gzipSibling(p *plan) (*cache.Handle, stepResult) {
 // the file when the cache did not inline it, and compressing is the
 // loop's time otherwise) and kept when the inline budget has room.
 func (f *files) serveCompressed(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	gz, h := f.gz, p.h
+	gz, h := f.pol.of(ctx).gz, p.h
 	e := h.Encoded()
 	if e == nil {
 		if p.noBlock {
@@ -273,7 +273,7 @@ func gzipETag(etag string) string {
 func (f *files) gzipHeader(ctx *fasthttp.RequestCtx, p *plan) {
 	if p.gzip {
 		ctx.Response.Header.SetCanonical(hdrContentEncoding, valGzip)
-		f.gz.st.Static.Add(1)
+		f.stats.Gzip.Static.Add(1)
 	}
 }
 

@@ -523,7 +523,8 @@ func (ls *h1Server) render(r *h1Req) {
 	resp.Reset()
 	resp.Parts = r.parts[:0]
 	resp.Close, resp.Done = closeConn, r.done
-	resp.Rate, resp.RateAfter = s.cfg.LimitRate, s.cfg.LimitRateAfter // nginx's limit_rate, limit_rate_after
+	pol := s.pol.of(ctx)
+	resp.Rate, resp.RateAfter = pol.rate, pol.rateAfter // nginx's limit_rate, limit_rate_after
 	if p.h == nil {
 		body := ctx.Response.Body()
 		code := ctx.Response.StatusCode()

@@ -91,6 +91,7 @@ type handler struct {
 	stats *counters
 	resp  *responder
 	rec   *recorder
+	pol   *policies // the request policy in force, pinned by each request (resolve)
 	admit *admission
 	files *files
 	cache *cache.Cache
@@ -108,7 +109,7 @@ type handler struct {
 // newHandler is the request path over s's subsystems, once every one is
 // built.
 func newHandler(s *Server) *handler {
-	q := &handler{cfg: &s.cfg, log: s.log, stats: &s.stats, resp: s.resp, rec: &s.rec, admit: s.admit,
+	q := &handler{cfg: &s.cfg, log: s.log, stats: &s.stats, resp: s.resp, rec: &s.rec, pol: &s.pol, admit: s.admit,
 		files: s.files, cache: s.cache, cold: s.cold, live: s.live, bufPool: &s.bufPool,
 		fasthttpLog: s.fasthttpLog}
 	q.streamPool.New = func() any { return new(bodyStream) }
@@ -156,6 +157,7 @@ func (q *handler) route(ctx *fasthttp.RequestCtx, p *plan) {
 // false: ctx.Response holds the answer.
 func (q *handler) resolve(ctx *fasthttp.RequestCtx, rh *reqHeaders, sp *pathBuf) (name reqName, g grant, ok bool) {
 	q.stats.Requests.Add(1)
+	q.pol.pin(ctx) // every setting a reload changes, read from one policy
 	rh.scan(&ctx.Request.Header)
 	// Every response: a browser must never guess a media or playlist
 	// response to be HTML or script (an uploaded .txt, a .json manifest).
@@ -317,7 +319,8 @@ func (rs *responder) setValidators(ctx *fasthttp.RequestCtx, k kind, v validator
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrETag, []byte(v.etag)) // short: converted on the stack
 	hdr.SetLastModified(v.modTime)
-	cc := rs.cacheControl[k]
+	tab := rs.tab(ctx)
+	cc := tab.cacheControl[k]
 	if uncached {
 		cc = valNoStore
 	} else if g.until != 0 {
@@ -327,7 +330,7 @@ func (rs *responder) setValidators(ctx *fasthttp.RequestCtx, k kind, v validator
 	if len(cc) > 0 {
 		hdr.SetCanonical(hdrCacheControl, cc)
 	}
-	rs.addOperatorHeaders(hdr, rs.extraHeaders[k])
+	rs.addOperatorHeaders(hdr, tab.extraHeaders[k])
 }
 
 // Response header names in the form fasthttp's Set would normalise them to

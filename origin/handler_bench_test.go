@@ -1,7 +1,6 @@
 package origin
 
 import (
-	"cmp"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,9 @@ import (
 // latency histogram included) and the header's serialisation, without the
 // network or the transport. It is the user-space part of a keep-alive GET
 // that loadtest/compare.sh's CPU per request cannot resolve under noise.
+// The W4 variants turn the request policy's checks on and off: -access
+// (W4-access) and gzip (W4-gzip-off: -gzip off; W4-gzip: a client that
+// accepts it, answered from the encoding kept with the entry).
 //
 //	go test -run '^$' -bench BenchmarkHandle -benchmem ./origin
 func BenchmarkHandle(b *testing.B) {
@@ -28,35 +30,38 @@ func BenchmarkHandle(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	servers := map[string]*Server{}
-	for _, mode := range []ETagMode{ETagSizeMtime, ETagContent, "access"} {
+	// access is a -access list as an origin closed to its CDN has it:
+	// the in-process request has no peer, so only "all" speaks of it
+	// (origin/access), after every prefix is tried; a referer list is read.
+	const access = "deny 10.0.0.0/8; deny 172.16.0.0/12; deny 192.168.0.0/16; allow all; valid_referers none *.example.com"
+	ae := []string{"Accept-Encoding: gzip, deflate, br"}
+	for _, tc := range []struct {
+		name, path string
+		fields     []string
+		mod        func(*Config)
+	}{
+		{"W4", "/w4/p00.m3u8", nil, nil}, // -gzip on (the default), a client that does not ask for it
+		{"W3", "/w3/part0000.m4s", nil, nil},
+		{"W4-etag-content", "/w4/p00.m3u8", nil, func(c *Config) { c.ETag = ETagContent }},
+		{"W3-etag-content", "/w3/part0000.m4s", nil, func(c *Config) { c.ETag = ETagContent }},
+		{"W4-access", "/w4/p00.m3u8", nil, func(c *Config) { c.Access = access }},
+		{"W4-gzip-off", "/w4/p00.m3u8", nil, func(c *Config) { c.Gzip = GzipOff }},
+		{"W4-gzip", "/w4/p00.m3u8", ae, nil}, // compressed: the encoding kept with the entry
+	} {
 		cfg := DefaultConfig()
-		if mode == "access" {
-			// -access on: the in-process request has no peer, so only
-			// "all" speaks of it (origin/access); a referer list is read.
-			mode, cfg.Access = ETagSizeMtime, "deny 10.0.0.0/8; allow all; valid_referers none *.example.com"
-		}
-		cfg.Root = root // the default -watch: no revalidation stat, as in production
-		cfg.Settle = 0  // written just now, complete
-		cfg.ETag = mode
+		cfg.Root = root     // the default -watch: no revalidation stat, as in production
+		cfg.Settle = 0      // written just now, complete
 		cfg.ColdReaders = 0 // no Run: the first request hashes in place
 		cfg.ReadAhead.Readers = 0
+		if tc.mod != nil {
+			tc.mod(&cfg)
+		}
 		s, err := New(cfg)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { s.Close() })
-		servers[cmp.Or(cfg.Access, string(mode))] = s
-	}
-	for _, tc := range []struct{ name, path, mode string }{
-		{"W4", "/w4/p00.m3u8", "size-mtime"},
-		{"W3", "/w3/part0000.m4s", "size-mtime"},
-		{"W4-etag-content", "/w4/p00.m3u8", "content"},
-		{"W3-etag-content", "/w3/part0000.m4s", "content"},
-		{"W4-access", "/w4/p00.m3u8", "deny 10.0.0.0/8; allow all; valid_referers none *.example.com"},
-	} {
-		s := servers[tc.mode]
-		b.Run(tc.name, func(b *testing.B) { benchGET(b, s, tc.path, nil) })
+		b.Run(tc.name, func(b *testing.B) { benchGETWith(b, s, tc.path, tc.fields, nil) })
 	}
 }
 

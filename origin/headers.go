@@ -5,6 +5,8 @@ import (
 	"maps"
 	"mime"
 	"strings"
+
+	"github.com/valyala/fasthttp"
 )
 
 // kind is the class of a file for caching purposes.
@@ -93,9 +95,10 @@ var builtinTypes = map[string]mediaType{
 
 const defaultContentType = "application/octet-stream"
 
-// lookupType is the media type of name by its extension.
-func (rs *responder) lookupType(name string) mediaType {
-	if mt, ok := rs.types[extOf(name)]; ok {
+// lookupType is the media type of name by its extension, in the tables
+// of the policy ctx pinned.
+func (rs *responder) lookupType(ctx *fasthttp.RequestCtx, name string) mediaType {
+	if mt, ok := rs.tab(ctx).types[extOf(name)]; ok {
 		return mt
 	}
 	return mediaType{defaultContentType, kindOther}

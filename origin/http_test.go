@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"segorigin/fixtures/synth"
 	"segorigin/origin"
@@ -103,34 +102,6 @@ func testCacheControlByKind(t *testing.T, mode serverMode) {
 	if r := getTyped(t, none, "v/blob.xyz", "application/octet-stream", ""); len(r.Header.Values("Cache-Control")) != 0 {
 		t.Errorf("-cache-control-other empty: Cache-Control %q sent", r.Header.Values("Cache-Control"))
 	}
-}
-
-// TestMaxRequestsPerConn: -max-requests-per-conn N (nginx's
-// keepalive_requests) answers the Nth request of a connection with
-// Connection: close and closes it after that response (RFC 9112 §9.6: a
-// server that sends "close" MUST initiate a close of the connection after
-// it sends the response); the requests before it keep the connection.
-func TestMaxRequestsPerConn(t *testing.T) { everyMode(t, testMaxRequestsPerConn) }
-
-func testMaxRequestsPerConn(t *testing.T, mode serverMode) {
-	ts := mode.start(t, "", func(c *origin.Config) { c.MaxRequestsPerConn = 3 })
-	writeFile(t, ts.root, "v/index.m3u8", "#EXTM3U\n")
-	c := ts.dial()
-	for i := 1; i <= 3; i++ {
-		r := c.do("GET", "/v/index.m3u8")
-		mustStatus(t, r, 200, fmt.Sprintf("request %d", i))
-		mustBody(t, r, []byte("#EXTM3U\n"), fmt.Sprintf("request %d", i))
-		// net/http takes Connection: close out of the header into Close.
-		if r.Close != (i == 3) {
-			t.Errorf("request %d of -max-requests-per-conn 3: Connection: close %v, want %v", i, r.Close, i == 3)
-		}
-	}
-	c.conn.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if n, err := c.br.Read(make([]byte, 1)); err == nil {
-		t.Errorf("after the third response the connection is still open (read %d bytes)", n)
-	}
-	// A new connection is served again.
-	mustStatus(t, ts.dial().do("GET", "/v/index.m3u8"), 200, "a new connection")
 }
 
 func TestMediaTypes(t *testing.T) { everyMode(t, testMediaTypes) }

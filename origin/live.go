@@ -74,7 +74,6 @@ type liveWaits struct {
 	changes  atomic.Uint64
 	acquire  func(name string) (*cache.Handle, error) // the cache's Acquire
 	watching bool                                     // the watcher runs: a change wakes waiters
-	cc       []byte                                   // -cache-control-blocking-reload
 	mu       sync.Mutex                               // protects lists, versions, draining
 	lists    map[string]*liveList
 	versions map[string]*liveVersion
@@ -112,9 +111,6 @@ type liveVersion struct {
 
 func newLiveWaits(cfg Config, acquire func(string) (*cache.Handle, error)) *liveWaits {
 	lw := &liveWaits{acquire: acquire, watching: cfg.Watch, lists: make(map[string]*liveList), versions: make(map[string]*liveVersion)}
-	if cfg.CacheControlBlockingReload != "" {
-		lw.cc = []byte(cfg.CacheControlBlockingReload)
-	}
 	return lw
 }
 
@@ -227,11 +223,12 @@ func (f *files) liveCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
 	if !p.live.blocking || p.inProgress {
 		return
 	}
-	if f.live.cc == nil {
+	cc := f.pol.of(ctx).blockingCC
+	if cc == nil {
 		ctx.Response.Header.Del("Cache-Control")
 		return
 	}
-	ctx.Response.Header.SetCanonical(hdrCacheControl, f.live.cc)
+	ctx.Response.Header.SetCanonical(hdrCacheControl, cc)
 }
 
 // liveOutcome is what a request the playlist does not satisfy yet gets.

@@ -94,6 +94,7 @@ func (s *Server) Metrics() ([]*Metric, []Series) {
 	accessMetrics(t, &st.Access)
 	rewriteMetrics(t, &st.Rewrite)
 	gzipMetrics(t, &st.Gzip)
+	reloadMetrics(t, &st.Reload)
 	tlsMetrics(t, &st.TLS)
 	contentMetrics(t, &st.Content)
 	cmcdMetrics(t, &st.CMCD)

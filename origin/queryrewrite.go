@@ -66,7 +66,7 @@ func rewriteFormat(name string) func(dst, src []byte, t *rewrite.Target) ([]byte
 func (f *files) serveRewritten(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	h, g := p.h, p.g
 	name := h.Name
-	a := f.auth.Load()
+	a := f.pol.of(ctx).auth
 	format := rewriteFormat(name)
 	if a == nil || format == nil {
 		return stepNext

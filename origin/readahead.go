@@ -289,7 +289,7 @@ func (ra *readAhead) permitted(req raRequest, name string) (raRefusal, bool) {
 	if !ra.dotfiles && hiddenSegment(name) {
 		return refusedHidden, false
 	}
-	if a := ra.admit.auth.Load(); a != nil && !a.permits(req.ctx, req.g, name, ra.admit.client.ip(req.ctx), ra.now()) {
+	if a := ra.admit.pol.of(req.ctx).auth; a != nil && !a.permits(req.ctx, req.g, name, ra.admit.client.ip(req.ctx), ra.now()) {
 		return refusedUnauthorized, false
 	}
 	return 0, true

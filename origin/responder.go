@@ -3,6 +3,8 @@ package origin
 import (
 	"log/slog"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // responder is the one place that writes what answers carry by
@@ -10,14 +12,11 @@ import (
 // operator's headers, CORS, the validators of file answers, the
 // multipart boundary, and every error answer (status, body, Retry-After)
 // with the rate-limited log line of its refusal. It takes from the server
-// only what it needs: the tables made from the configuration, the clock,
+// only what it needs: the policies holding the tables made from the
+// configuration (reloaded: see policy), the clock,
 // the counters it moves, the log and its redaction.
 type responder struct {
-	cors         corsPolicy
-	cacheControl [3][]byte                 // Cache-Control value by kind, from cfg
-	errorCC      errorCacheControl         // Cache-Control of error responses by status, from cfg
-	extraHeaders [kindError + 1][]headerKV // operator headers by kind, kindError for errors
-	types        map[string]mediaType      // Content-Type and kind by extension: built in, then cfg.Types
+	pol *policies // the tables made from the configuration: the request's pinned policy's (tab)
 
 	now           func() time.Time
 	st            *counters
@@ -33,12 +32,14 @@ type responder struct {
 	permLog     rateLimitedLog // files the server may not open (403), once per interval
 }
 
-func newResponder(cfg Config, st *counters, countResponse func(int), loggable func(string) string) *responder {
-	rs := &responder{cors: newCORSPolicy(cfg), cacheControl: cacheControlValues(cfg), errorCC: newErrorCacheControl(cfg),
-		extraHeaders: extraHeaderValues(cfg.Headers), types: mediaTypeTable(cfg.Types),
+func newResponder(cfg Config, pol *policies, st *counters, countResponse func(int), loggable func(string) string) *responder {
+	rs := &responder{pol: pol,
 		now: cfg.Now, st: st, countResponse: countResponse, log: cfg.Logger, loggable: loggable}
 	for _, l := range []*rateLimitedLog{&rs.emfileLog, &rs.parseErrLog, &rs.badPathLog, &rs.escapeLog, &rs.coldLog, &rs.permLog} {
 		l.Every, l.Now = 10*time.Second, cfg.Now
 	}
 	return rs
 }
+
+// tab is the tables of the policy ctx pinned.
+func (rs *responder) tab(ctx *fasthttp.RequestCtx) *respTables { return &rs.pol.of(ctx).resp }

@@ -27,6 +27,7 @@ type Server struct {
 	ra    *readAhead       // nil when read-ahead is off
 	root  *mediaRoot       // the directory served, opens under it, its checks
 	resp  *responder       // header fields by configuration and status, error answers
+	pol   policies         // the request policy in force: what Reload changes (policy.go)
 	admit *admission       // access rules, tokens, client addresses and limits
 	gate  *conn.Gate       // connection limits of every listener
 	tls   *conn.TLS        // nil without a TLS certificate
@@ -39,8 +40,6 @@ type Server struct {
 	pub  *publisher   // the settle rule: files still being written
 	live *liveWaits   // requests waiting for a playlist to change (Low-Latency HLS)
 	tags *contentTags // content validators (-etag content)
-
-	gz *gzipPolicy // gzip of text answers (gzip.go)
 
 	dates dateClamp // keeps Last-Modified at or before Date
 	rec   recorder  // counts, times and logs every finished response
@@ -70,7 +69,7 @@ func New(cfg Config) (_ *Server, err error) {
 	if s.gate, err = newGate(s.cfg, s.admit.client.trusted, s.onFDPressure, &s.stats); err != nil {
 		return nil, err
 	}
-	if err = s.admit.putInForce(s.cfg); err != nil {
+	if err = s.newPolicy(&undo); err != nil {
 		return nil, err
 	}
 	if s.tls, err = newTLS(s.cfg, &s.stats); err != nil {
@@ -94,7 +93,7 @@ func New(cfg Config) (_ *Server, err error) {
 func newFiles(s *Server) *files {
 	return &files{
 		cache: s.cache, resp: s.resp, stats: &s.stats, pub: s.pub, live: s.live, tags: s.tags,
-		dates: &s.dates, gz: s.gz, cold: s.cold, ra: s.ra, auth: &s.admit.auth, clientID: &s.admit.client,
+		dates: &s.dates, pol: &s.pol, cold: s.cold, ra: s.ra, clientID: &s.admit.client,
 		etagContent: s.cfg.ETag == ETagContent, maxRanges: s.cfg.MaxRanges, now: s.cfg.Now,
 		logOutcome: s.rec.access.w != nil,
 	}
@@ -127,8 +126,8 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	}
 	undo.add(rt.dir.Close)
 	s := &Server{cfg: cfg, log: cfg.Logger}
-	s.resp = newResponder(cfg, &s.stats, s.rec.countResponse, s.loggable)
-	if s.admit, err = newAdmission(cfg, &s.stats, s.resp, s.loggable); err != nil {
+	s.resp = newResponder(cfg, &s.pol, &s.stats, s.rec.countResponse, s.loggable)
+	if s.admit, err = newAdmission(cfg, &s.pol, &s.stats, s.resp, s.loggable); err != nil {
 		return nil, fmt.Errorf("origin: invalid configuration: %w", err)
 	}
 	s.root = newMediaRoot(cfg, rt, &s.stats, func() {
@@ -137,7 +136,6 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 			s.watch.Reroot()
 		}
 	})
-	s.gz = newGzipPolicy(cfg, s.resp.types, &s.stats.Gzip)
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
 	s.live = newLiveWaits(cfg, func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) })

@@ -111,37 +111,37 @@ func (c *Config) checkRoot() error {
 // headerSection: the headers of responses.
 func (c *Config) headerSection() schema.Section {
 	return schema.Section{Title: "Response headers", Check: c.checkHeaders, Settings: []schema.Setting{
-		{Name: "cache-control-playlist", Ptr: &c.CacheControlPlaylist,
+		{Name: "cache-control-playlist", Ptr: &c.CacheControlPlaylist, Reload: true,
 			Usage: "Cache-Control for playlists and manifests (.m3u8, .mpd)",
 			Doc:   "Cache-Control of `.m3u8`, `.mpd`"},
-		{Name: "cache-control-segment", Ptr: &c.CacheControlSegment,
+		{Name: "cache-control-segment", Ptr: &c.CacheControlSegment, Reload: true,
 			Usage: "Cache-Control for media segments (.ts, .m4s, .mp4, ...)",
 			Doc:   "Cache-Control of segments (`.ts`, `.m4s`, `.mp4`, `.aac`, `.vtt`, ...)"},
-		{Name: "cache-control-other", Ptr: &c.CacheControlOther,
+		{Name: "cache-control-other", Ptr: &c.CacheControlOther, Reload: true,
 			Usage: "Cache-Control for any other file",
 			Doc:   "Cache-Control of any other file"},
-		{Name: "cache-control-blocking-reload", Ptr: &c.CacheControlBlockingReload,
+		{Name: "cache-control-blocking-reload", Ptr: &c.CacheControlBlockingReload, Reload: true,
 			Usage: "Cache-Control of a Low-Latency HLS playlist answered to a blocking reload or delta update (_HLS_msn, _HLS_part, _HLS_skip)",
 			Doc:   "Cache-Control of an `.m3u8` answered to a blocking reload or a delta update (`_HLS_msn`, `_HLS_part`, `_HLS_skip`; docs/live.md); the CDN must key on the query. A blocking reload that times out is `503` with `no-store`"},
-		{Name: "cache-control-notfound", Ptr: &c.CacheControlNotFound,
+		{Name: "cache-control-notfound", Ptr: &c.CacheControlNotFound, Reload: true,
 			Usage: "Cache-Control of 404 and 410 (empty omits it)",
 			Doc:   "Cache-Control of 404 and 410 (empty omits it): short, so a live packager's next segment is not missing at the edge for long, but a flood of identical misses reaches the origin once per 10 s per edge"},
-		{Name: "cache-control-denied", Ptr: &c.CacheControlDenied,
+		{Name: "cache-control-denied", Ptr: &c.CacheControlDenied, Reload: true,
 			Usage: "Cache-Control of 401 and 403",
 			Doc:   "Cache-Control of 401 and 403 (they depend on a token a CDN's cache key may not hold: cookie, Authorization)"},
-		{Name: "cache-control-range", Ptr: &c.CacheControlRange,
+		{Name: "cache-control-range", Ptr: &c.CacheControlRange, Reload: true,
 			Usage: "Cache-Control of 416",
 			Doc:   "Cache-Control of 416 (it depends on the Range header)"},
-		{Name: "cache-control-client-error", Ptr: &c.CacheControlClientError,
+		{Name: "cache-control-client-error", Ptr: &c.CacheControlClientError, Reload: true,
 			Usage: "Cache-Control of any other 4xx (400, 405, 408, 412, 431)",
 			Doc:   "Cache-Control of any other 4xx (400, 405, 408, 412, 431)"},
-		{Name: "cache-control-server-error", Ptr: &c.CacheControlServerError,
+		{Name: "cache-control-server-error", Ptr: &c.CacheControlServerError, Reload: true,
 			Usage: "Cache-Control of 5xx",
 			Doc:   "Cache-Control of 5xx (503 when out of descriptors or cold readers, 500)"},
-		{Name: "header", Ptr: (*headerRules)(&c.Headers),
+		{Name: "header", Ptr: (*headerRules)(&c.Headers), Reload: true,
 			Usage: "operator response header `kind:Name: value`, kind one of playlist, segment, other, error, all (repeatable; in SEGORIGIN_HEADER one a line)",
 			Doc:   "operator response header `kind:Name: value`, repeatable; kind `playlist`, `segment`, `other` (file responses, 304 included), `error` (4xx, 5xx) or `all`; names the server sets itself (framing, validators, `Cache-Control`, `Access-Control-*`, ...) are refused; the variable may hold several, one a line"},
-		{Name: "mime", Ptr: (*typeRules)(&c.Types),
+		{Name: "mime", Ptr: (*typeRules)(&c.Types), Reload: true,
 			Usage: "media type of an extension `.ext=type[:kind]`, kind playlist, segment or other (its Cache-Control); adds to or overrides the built-in table (repeatable; in SEGORIGIN_MIME one a line)",
 			Doc:   "media type of an extension, `.ext=type[:kind]`, repeatable: `-mime .cmfv=video/mp4:segment`, `-mime '.sub=text/plain; charset=utf-8:other'`; `kind` (`playlist`, `segment` or `other`) picks the Cache-Control class above, and without it an extension keeps its built-in kind (`other` for a new one); a later rule for an extension wins; the variable may hold several, one a line"},
 		{Name: "server-name", Ptr: &c.ServerName,
@@ -164,7 +164,7 @@ func (c *Config) checkHeaders() error {
 
 // corsSection: cross-origin access.
 func (c *Config) corsSection() schema.Section {
-	return schema.Section{Title: "CORS", Check: c.validateCORS, Settings: []schema.Setting{
+	return schema.Section{Title: "CORS", Check: c.validateCORS, Reload: true, Settings: []schema.Setting{
 		{Name: "cors-origins", Ptr: &c.CORSOrigins,
 			Usage: "comma-separated origins allowed cross-origin; * for any; empty for none",
 			Doc:   "comma-separated allowed origins; `*` any; empty none. Allowed origins get `Access-Control-Allow-Origin`, `Access-Control-Expose-Headers` and `Timing-Allow-Origin` (players' Resource Timing bandwidth estimates) on every response, errors included; a list (not `*`) adds `Vary: Origin`"},
@@ -229,7 +229,7 @@ func (c *Config) checkCache() error {
 
 // gzipSection: compressed text answers.
 func (c *Config) gzipSection() schema.Section {
-	return schema.Section{Title: "Compression", Check: c.checkGzip, Settings: []schema.Setting{
+	return schema.Section{Title: "Compression", Check: c.checkGzip, Reload: true, Settings: []schema.Setting{
 		{Name: "gzip", Ptr: (*string)(&c.Gzip),
 			Usage: "gzip text answers (-gzip-types) for clients that accept it: on (a precompressed name.gz, else compressed once per file version and kept with the cache entry), static (a name.gz only), off",
 			Doc:   "gzip of text answers (playlists, manifests, subtitles: `-gzip-types`) for clients whose `Accept-Encoding` accepts it: `on` sends a precompressed `name.gz` beside the file when it is not older than the file (nginx's `gzip_static`), otherwise the file compressed by the server once per version of the file and kept with its cache entry (within `-inline-budget`); `static` only the `name.gz`; `off` none. Never for media, a Range request or a file still being written; every answer of such a type says `Vary: Accept-Encoding`, and a compressed one has its own `ETag` (`-gz` inside the quotes). See [gzip](migrating-from-nginx.md#gzip)"},
@@ -289,10 +289,10 @@ func (c *Config) connSection() schema.Section {
 		{Name: "max-conns-per-ip", Ptr: &c.MaxConnsPerIP,
 			Usage: "most requests in progress at once per client address, as trusted proxies name it; 503 beyond (0: no limit)",
 			Doc:   "most requests in progress at once per client address (0: no limit), as nginx's `limit_conn` over `$binary_remote_addr`: the address is the client's as trusted proxies name it (X-Forwarded-For, Forwarded, PROXY); a request over the limit is read and answered 503 with Retry-After, the connection kept"},
-		{Name: "limit-rate", Ptr: &c.LimitRate,
+		{Name: "limit-rate", Ptr: &c.LimitRate, Reload: true,
 			Usage: "pace each response to this many bytes a second after -limit-rate-after (0: no limit)",
-			Doc:   "pace each response to this many bytes a second once its first `-limit-rate-after` bytes are sent (nginx's `limit_rate`; 0: no limit): for viewers served directly, never in front of a CDN; file bodies are paced by the transport's timers, 100 ms at a time, and a body from memory (a file up to `-inline-max`, a compressed playlist) leaves whole, its bytes counted; `-write-timeout` counts from each 100 ms step. Read at start"},
-		{Name: "limit-rate-after", Ptr: &c.LimitRateAfter,
+			Doc:   "pace each response to this many bytes a second once its first `-limit-rate-after` bytes are sent (nginx's `limit_rate`; 0: no limit): for viewers served directly, never in front of a CDN; file bodies are paced by the transport's timers, 100 ms at a time, and a body from memory (a file up to `-inline-max`, a compressed playlist) leaves whole, its bytes counted; `-write-timeout` counts from each 100 ms step; a reload applies to responses that begin after it"},
+		{Name: "limit-rate-after", Ptr: &c.LimitRateAfter, Reload: true,
 			Usage: "bytes of each response sent at full speed before -limit-rate applies",
 			Doc:   "bytes of each response (header included) sent at full speed before `-limit-rate` paces the rest (nginx's `limit_rate_after`): a player's first segment starts fast"},
 	}}
@@ -346,7 +346,7 @@ func (c *Config) proxySection() schema.Section {
 
 // accessSection: nginx's allow/deny and valid_referers.
 func (c *Config) accessSection() schema.Section {
-	return schema.Section{Title: "Access by address and referer", Check: c.checkAccess, Settings: []schema.Setting{
+	return schema.Section{Title: "Access by address and referer", Check: c.checkAccess, Reload: true, Settings: []schema.Setting{
 		{Name: "access", Ptr: &c.Access,
 			Usage: "nginx allow/deny and valid_referers `statements`, e.g. \"allow 10.0.0.0/8; deny all\" (first match wins; refused: 403); see also -access-file",
 			Doc:   "nginx statements: `allow`/`deny` with an address, a CIDR prefix or `all` (tried in order against the client address, the first match deciding; none matching allows) and `valid_referers` (`none`, `blocked`, `server_names`, names, `*.example.com`, `www.example.*`, `~regex`: a Referer outside it is refused), e.g. `allow 10.0.0.0/8; deny all`. A refusal is 403 for every method, counted in `segorigin_access_refused_total`. Excludes `-access-file`"},
@@ -422,7 +422,7 @@ func (c *Config) checkCold() error {
 
 // authSection: signed-URL authorization.
 func (c *Config) authSection() schema.Section {
-	return schema.Section{Title: "Signed URLs", Check: c.checkAuth, Settings: []schema.Setting{
+	return schema.Section{Title: "Signed URLs", Check: c.checkAuth, Reload: true, Settings: []schema.Setting{
 		{Name: "auth-path-prefix", Ptr: &c.Auth.PathPrefix,
 			Usage: "path carrier: /<prefix>/<token>/<path>; empty disables",
 			Doc:   "path carrier `/t/<token>/...`; empty disables"},

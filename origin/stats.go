@@ -50,6 +50,7 @@ type Counters[C any] struct {
 	Access    AccessCounters[C]  // requests refused by the allow/deny rules and valid referers
 	Rewrite   RewriteCounters[C] // playlists and manifests answered to a query token (Auth.QueryRewrite)
 	Gzip      GzipCounters[C]    // text answers gzip-compressed, or not (Config.Gzip)
+	Reload    ReloadCounters[C]  // reloads of the settings (Server.Reload)
 	TLS       conn.TLSCounters[C]
 	Cold      ColdCounters[C]
 	ReadAhead ReadAheadCounters[C] // zero when read-ahead is off
@@ -74,7 +75,7 @@ func (s *Server) Latency() prometheus.Collector { return s.rec.latency }
 // access, access_log, in_progress, permission_denied, client_limit.
 func (s *Server) LogSuppressed() map[string]int64 {
 	var auth int64
-	if a := s.admit.auth.Load(); a != nil {
+	if a := s.pol.now().auth; a != nil {
 		for i := range a.logs {
 			auth += a.logs[i].Dropped()
 		}

@@ -2,7 +2,6 @@ package origin
 
 import (
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -75,13 +74,11 @@ type files struct {
 	live  *liveWaits   // Low-Latency HLS waits and versions
 	tags  *contentTags // -etag content
 	dates *dateClamp   // Last-Modified at or before Date
-	gz    *gzipPolicy
-	cold  *coldPath  // nil when -cold-readers is 0
-	ra    *readAhead // nil when read-ahead is off
+	pol   *policies    // the request's pinned policy: gzip, signed URLs, blocking-reload Cache-Control
+	cold  *coldPath    // nil when -cold-readers is 0
+	ra    *readAhead   // nil when read-ahead is off
 
-	// auth rewrites a playlist for a query token; clientID is who the
-	// rewritten URIs are bound to.
-	auth     *atomic.Pointer[authorizer]
+	// clientID is who a playlist rewritten for a query token is bound to.
 	clientID *clientIdentity
 
 	etagContent bool // -etag content
@@ -158,7 +155,7 @@ func (f *files) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // stepValidators finds the file's validators, its change time and its
 // media type. With -etag content the validator stored in the file's
 // attribute is read where blocking is allowed.
-func (f *files) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
+func (f *files) stepValidators(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	h := p.h
 	p.changed = h.ChangeTime()
 	p.content = nil
@@ -171,7 +168,7 @@ func (f *files) stepValidators(_ *fasthttp.RequestCtx, p *plan) stepResult {
 	}
 	p.v = validators{etag: h.ETag}
 	p.v.modTime, p.v.dateClamped = f.dates.lastModified(h.ModTime.Truncate(time.Second))
-	p.mt = f.resp.lookupType(h.Name)
+	p.mt = f.resp.lookupType(ctx, h.Name)
 	p.kind = p.mt.kind
 	return stepNext
 }

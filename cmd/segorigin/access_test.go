@@ -58,12 +58,12 @@ func TestSIGHUPReloadsAccessFile(t *testing.T) {
 		}
 	}
 	write("allow 127.0.0.0/8;\ndeny all;\n")
-	hup("SIGHUP: access rules reloaded")
+	hup("SIGHUP: settings reloaded")
 	if code := get(); code != 200 {
 		t.Fatalf("after the reload to allow 127.0.0.0/8: %d, want 200", code)
 	}
 	write("allow 127.0.0.0/8;\ndeny everyone;\n")
-	hup("SIGHUP: access rules not reloaded")
+	hup("SIGHUP: settings not reloaded")
 	if code := get(); code != 200 {
 		t.Fatalf("after a reload of a bad file: %d, want 200 (the rules in force)", code)
 	}

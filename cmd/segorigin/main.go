@@ -45,7 +45,8 @@ func exitCode(prog string, err error) int {
 // run parses flags, wires the server and serves until SIGTERM or SIGINT,
 // then shuts down in phases (see shutdown).
 func run(args []string, stdout, stderr io.Writer) error {
-	opts, err := parseFlags(args, stdout, os.Environ())
+	environ := os.Environ()
+	opts, err := parseFlags(args, stdout, environ)
 	if err != nil {
 		return err
 	}
@@ -98,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	notify := newNotifier(os.Getenv("NOTIFY_SOCKET"), logger)
-	go onSignals(life, hup, srv, opts, alog, logger) // ends with life
+	go onSignals(life, hup, srv, opts, &reloader{args: args, environ: environ, start: opts}, alog, logger) // ends with life
 	serving, stopServing := context.WithCancel(context.Background())
 	defer stopServing()
 	// The listeners are bound: connections queue in the kernel from now on.
@@ -217,19 +218,20 @@ func (a *adminServer) stop() {
 
 // onSignals serves SIGHUP and SIGUSR1 (hup, registered by run before
 // anything is bound) until ctx is done. SIGHUP reloads what can change
-// without a restart: the TLS certificate, the auth key file (key
-// rotation) and the -access-file rules; connections are not dropped, and a reload that fails leaves
-// the previous settings in service. Both signals reopen the access log by
+// without a restart: the TLS certificate, and the settings read again
+// (the -config file, the auth key file, -access-file) whose schema marks
+// them reloadable; connections are not dropped, and a reload that fails
+// leaves the previous settings in service. Both signals reopen the access log by
 // name, so that logrotate can move it away and signal (USR1 is nginx's
 // convention for this; HUP is what other tools send).
-func onSignals(ctx context.Context, sig <-chan os.Signal, srv *origin.Server, opts *options, alog *accesslog.File, logger *slog.Logger) {
+func onSignals(ctx context.Context, sig <-chan os.Signal, srv *origin.Server, opts *options, r *reloader, alog *accesslog.File, logger *slog.Logger) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case s := <-sig:
 			if s == syscall.SIGHUP {
-				reload(srv, opts, logger)
+				reload(srv, opts, r, logger)
 			}
 			reopenAccessLog(alog, s, logger)
 		}
@@ -249,7 +251,8 @@ func reopenAccessLog(alog *accesslog.File, s os.Signal, logger *slog.Logger) {
 	logger.Info("access log reopened", "signal", s.String(), "path", alog.Path())
 }
 
-func reload(srv *origin.Server, opts *options, logger *slog.Logger) {
+// reload is SIGHUP: the certificate pair, then the settings.
+func reload(srv *origin.Server, opts *options, r *reloader, logger *slog.Logger) {
 	if opts.tlsListen != "" {
 		if err := srv.ReloadCertificates(); err != nil {
 			logger.Warn("SIGHUP: certificates not reloaded", "err", err)
@@ -257,33 +260,7 @@ func reload(srv *origin.Server, opts *options, logger *slog.Logger) {
 			logger.Info("SIGHUP: certificates reloaded")
 		}
 	}
-	if srv.AuthEnabled() {
-		fresh := *opts
-		if err := fresh.loadAuth(); err != nil {
-			logger.Warn("SIGHUP: auth keys not reloaded", "err", err)
-		} else if err := srv.ReloadAuth(fresh.cfg.Auth); err != nil {
-			logger.Warn("SIGHUP: auth keys not reloaded", "err", err)
-		} else {
-			logger.Info("SIGHUP: auth settings reloaded")
-		}
-	}
-	if opts.accessFile != "" {
-		reloadAccess(srv, opts, logger)
-	}
-}
-
-// reloadAccess re-reads -access-file; one that cannot be read or parsed
-// leaves the rules in force.
-func reloadAccess(srv *origin.Server, opts *options, logger *slog.Logger) {
-	fresh := *opts
-	fresh.cfg.Access = ""
-	if err := fresh.loadAccess(); err != nil {
-		logger.Warn("SIGHUP: access rules not reloaded: the previous ones stay", "err", err)
-	} else if err := srv.ReloadAccess(fresh.cfg.Access); err != nil {
-		logger.Warn("SIGHUP: access rules not reloaded: the previous ones stay", "err", err)
-	} else {
-		logger.Info("SIGHUP: access rules reloaded", "file", opts.accessFile, "rules", srv.AccessRules())
-	}
+	reloadSettings(srv, r, logger)
 }
 
 func newLogger(format, level string, w io.Writer) (*slog.Logger, error) {

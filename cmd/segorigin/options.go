@@ -32,6 +32,7 @@ type options struct {
 	authKeyFile    string
 	secureLinkFile string
 	accessFile     string // read into cfg.Access at start and on SIGHUP
+	configFile     string // read by parseFlags (withConfigFile) at start and on SIGHUP
 }
 
 // defaultOptions holds the defaults of every flag: the Config's, and the
@@ -100,6 +101,9 @@ func (o *options) lifecycleSection() schema.Section {
 		{Name: "drain-timeout", Ptr: &o.drain,
 			Usage: "after the shutdown delay, how long responses in flight may take to finish once the listeners are closed",
 			Doc:   "then, time for responses in flight to finish"},
+		{Name: "config", Ptr: &o.configFile,
+			Usage: "read SEGORIGIN_<FLAG>=value settings from this `file` (systemd EnvironmentFile syntax) at start and again on SIGHUP; they win over the environment, the command line over both",
+			Doc:   "a file of `SEGORIGIN_<FLAG>=value` lines, in the syntax of systemd's `EnvironmentFile=` (`#` comments, quotes, `\\` continuations), such as `/etc/default/segorigin`, which the unit passes: read at start and again on SIGHUP, where the settings marked `reload` take effect ([Reloads](operations.md#reloads)); its values win over the environment's, the command line's over both; only `SEGORIGIN_*` variables"},
 		{Name: "version", Ptr: &o.version,
 			Usage: "print the version, Go version and commit, and exit",
 			Doc:   "print the version, Go release and commit, and exit"},
@@ -146,7 +150,7 @@ func (o *options) parseAccessLogFormat() error {
 // from (loadAuth, its check, reads them); the rest of the auth settings
 // are Config's.
 func (o *options) authSection() schema.Section {
-	return schema.Section{Title: "Signed URLs", Check: o.loadAuth, Settings: []schema.Setting{
+	return schema.Section{Title: "Signed URLs", Check: o.loadAuth, Reload: true, Settings: []schema.Setting{
 		{Name: "auth-key-file", Ptr: &o.authKeyFile,
 			Usage: "require signed tokens, verified with the keys in this `file` (lines: <key-id> <secret hex>)",
 			Doc:   "require tokens, verified with the keys in this file (lines: `<key-id> <secret hex>`); re-read on SIGHUP"},
@@ -159,7 +163,7 @@ func (o *options) authSection() schema.Section {
 // accessSection: the file of allow/deny and valid_referers statements
 // (loadAccess, its check, reads it); -access itself is Config's.
 func (o *options) accessSection() schema.Section {
-	return schema.Section{Title: "Access by address and referer", Check: o.loadAccess, Settings: []schema.Setting{
+	return schema.Section{Title: "Access by address and referer", Check: o.loadAccess, Reload: true, Settings: []schema.Setting{
 		{Name: "access-file", Ptr: &o.accessFile,
 			Usage: "read the -access statements (nginx allow/deny, valid_referers; # comments) from this `file`, re-read on SIGHUP",
 			Doc:   "the `-access` statements from this file (nginx syntax, `#` comments: a generated list of a CDN's ranges, say); re-read on SIGHUP, where a file that does not parse keeps the rules in force; excludes `-access`"},

@@ -1,7 +1,9 @@
 // Package schema declares settings once and derives from the declaration
 // everything an operator sees of them: the flags of a flag.FlagSet (name,
-// default, usage text), their SEGORIGIN_* environment variables and the
-// flag tables of docs/configuration.md.
+// default, usage text), their SEGORIGIN_* environment variables, the
+// settings file those may be written in (ParseEnvFile: systemd's
+// EnvironmentFile= syntax), which of them a reload changes (Reload, Diff)
+// and the flag tables of docs/configuration.md.
 //
 // A [Setting] binds a flag name to a field; its default is what the field
 // holds when the settings are bound. A [Section] groups the settings of a
@@ -11,6 +13,6 @@
 // share a title make one table.
 //
 // What it never does: keep a registry (the caller passes its sections
-// every time), read the process environment (the caller passes it), or
-// decide a rule itself.
+// every time), read the process environment or a file (the caller passes
+// their text), or decide a rule itself.
 package schema

@@ -10,10 +10,11 @@ import (
 )
 
 // tableHeader opens every flag table of the documentation.
-const tableHeader = "| flag | default | variable | meaning |\n|---|---|---|---|"
+const tableHeader = "| flag | default | variable | takes effect | meaning |\n|---|---|---|---|---|"
 
 // Table is the Markdown table of every setting of the sections titled
-// title, in their order: flag, default, variable, meaning.
+// title, in their order: flag, default, variable, when a new value takes
+// effect (on a reload, or at a restart), meaning.
 func Table(title string, sections []Section) string {
 	var b strings.Builder
 	b.WriteString(tableHeader)
@@ -27,7 +28,11 @@ func Table(title string, sections []Section) string {
 				meaning = s.Usage
 			}
 			b.WriteString("\n|")
-			for _, cell := range []string{code("-" + s.Name), code(docDefault(s.Ptr)), code(EnvName(s.Name)), meaning} {
+			effect := "restart"
+			if sec.Reloads(s) {
+				effect = "reload"
+			}
+			for _, cell := range []string{code("-" + s.Name), code(docDefault(s.Ptr)), code(EnvName(s.Name)), effect, meaning} {
 				if cell != "" {
 					b.WriteString(" " + cell)
 				}

@@ -25,6 +25,9 @@ type Setting struct {
 	// on the command line nor by its variable: it derives the field from
 	// others, so that a default never conflicts with a flag that was given.
 	Unset func()
+	// Reload: a new value takes effect on a reload (SIGHUP); otherwise
+	// it needs a restart. Section.Reload marks every setting of a section.
+	Reload bool
 }
 
 // Section is the settings of one subsystem and the rules across them.
@@ -35,7 +38,12 @@ type Section struct {
 	// Check, when set, checks the rules across the settings once they are
 	// parsed (and may complete a field they derive).
 	Check func() error
+	// Reload: every setting of the section takes effect on a reload.
+	Reload bool
 }
+
+// Reloads says whether s, a setting of sec, takes effect on a reload.
+func (sec Section) Reloads(s Setting) bool { return sec.Reload || s.Reload }
 
 // Bind defines every setting of sections on fs, each defaulting to what
 // its field holds now. The returned finish must run once fs is parsed:

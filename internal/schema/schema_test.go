@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +26,7 @@ func (f *fields) sections() []Section {
 		Title: "One",
 		Settings: []Setting{
 			{Name: "name", Ptr: &f.name, Usage: "a `word`", Doc: "a word, in the docs"},
-			{Name: "on", Ptr: &f.on, Usage: "switch"},
+			{Name: "on", Ptr: &f.on, Usage: "switch", Reload: true},
 			{Name: "n", Ptr: &f.n, Usage: "count", Unset: func() { f.n = f.derived }},
 		},
 		Check: func() error {
@@ -35,7 +36,8 @@ func (f *fields) sections() []Section {
 			return nil
 		},
 	}, {
-		Title: "Two",
+		Title:  "Two",
+		Reload: true,
 		Settings: []Setting{
 			{Name: "size", Ptr: &f.size, Usage: "bytes"},
 			{Name: "wait", Ptr: &f.wait, Usage: "duration"},
@@ -97,18 +99,18 @@ func TestBind(t *testing.T) {
 
 func TestRewrite(t *testing.T) {
 	f := fields{name: "x", wait: 24 * time.Hour, list: []string{"a", "b"}}
-	doc := "# Page\n\n## One\n\nprose\n\n| flag | default | variable | meaning |\n|---|---|---|---|\n| `-old` | | |\n\nafter\n\n## Two\n\n| flag | default | variable | meaning |\n|---|---|---|---|\n"
+	doc := "# Page\n\n## One\n\nprose\n\n| flag | default | variable | takes effect | meaning |\n|---|---|---|---|---|\n| `-old` | | |\n\nafter\n\n## Two\n\n| flag | default | variable | takes effect | meaning |\n|---|---|---|---|---|\n"
 	got, err := Rewrite(doc, f.sections())
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "# Page\n\n## One\n\nprose\n\n| flag | default | variable | meaning |\n|---|---|---|---|\n" +
-		"| `-name` | `x` | `SEGORIGIN_NAME` | a word, in the docs |\n" +
-		"| `-on` | `false` | `SEGORIGIN_ON` | switch |\n" +
-		"| `-n` | `0` | `SEGORIGIN_N` | count |\n\nafter\n\n## Two\n\n| flag | default | variable | meaning |\n|---|---|---|---|\n" +
-		"| `-size` | `0` | `SEGORIGIN_SIZE` | bytes |\n" +
-		"| `-wait` | `24h` | `SEGORIGIN_WAIT` | duration |\n" +
-		"| `-list` | `a,b` | `SEGORIGIN_LIST` | comma-separated |\n"
+	want := "# Page\n\n## One\n\nprose\n\n| flag | default | variable | takes effect | meaning |\n|---|---|---|---|---|\n" +
+		"| `-name` | `x` | `SEGORIGIN_NAME` | restart | a word, in the docs |\n" +
+		"| `-on` | `false` | `SEGORIGIN_ON` | reload | switch |\n" +
+		"| `-n` | `0` | `SEGORIGIN_N` | restart | count |\n\nafter\n\n## Two\n\n| flag | default | variable | takes effect | meaning |\n|---|---|---|---|---|\n" +
+		"| `-size` | `0` | `SEGORIGIN_SIZE` | reload | bytes |\n" +
+		"| `-wait` | `24h` | `SEGORIGIN_WAIT` | reload | duration |\n" +
+		"| `-list` | `a,b` | `SEGORIGIN_LIST` | reload | comma-separated |\n"
 	if got != want {
 		t.Errorf("Rewrite =\n%s\nwant\n%s", got, want)
 	}
@@ -127,5 +129,23 @@ func TestShortDuration(t *testing.T) {
 		if got := shortDuration(tt.d); got != tt.want {
 			t.Errorf("shortDuration(%v) = %q, want %q", tt.d, got, tt.want)
 		}
+	}
+}
+
+// TestDiff: the settings whose values differ, by whether a reload puts
+// them in force (Section.Reload, Setting.Reload) or they need a restart.
+func TestDiff(t *testing.T) {
+	before := fields{name: "x", list: []string{"a", "b"}, n: 3}
+	after := before
+	after.name, after.on, after.list = "y", true, []string{"a"}
+	reload, restart := Diff(before.sections(), after.sections())
+	if want := []string{"-on", "-list"}; !slices.Equal(reload, want) {
+		t.Errorf("Diff: reload %q, want %q", reload, want)
+	}
+	if want := []string{"-name"}; !slices.Equal(restart, want) {
+		t.Errorf("Diff: restart %q, want %q", restart, want)
+	}
+	if r1, r2 := Diff(before.sections(), before.sections()); r1 != nil || r2 != nil {
+		t.Errorf("Diff of equal settings = %q, %q; want none", r1, r2)
 	}
 }
