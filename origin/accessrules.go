@@ -71,7 +71,7 @@ func accessMetrics(t *table, st *AccessCounters[int64]) {
 // does not parse leaves the rules in force.
 func (s *Server) ReloadAccess(src string) error {
 	return s.pol.change(func(p *policy) (err error) {
-		p.access, err = s.accessPolicy(src)
+		p.access, err = accessPolicy(src, s.log)
 		p.src.Access = src
 		return err
 	})

@@ -450,7 +450,9 @@ func (ad *admission) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, 
 // typically) without dropping a connection: requests already checked are
 // unaffected, the next ones use the new settings. Authorization can be
 // neither turned on nor off by a reload.
-func (s *Server) ReloadAuth(cfg AuthConfig) error { return s.reloadAuth(cfg) }
+func (s *Server) ReloadAuth(cfg AuthConfig) error {
+	return s.pol.reloadAuth(cfg, &s.stats, s.cfg.Now)
+}
 
 // redactor returns what hides tokens in logged text: the carriers of the
 // authorization in force, or (authorization off) hmac= fields only.

@@ -38,7 +38,7 @@ type respTables struct {
 }
 
 // newPolicy makes the policy of cfg, whose rules validate has checked,
-// but for its access rules (Server.makePolicy parses them); what can
+// but for its access rules (makePolicy parses them); what can
 // still fail is what the parts check as they are built.
 func newPolicy(cfg Config, st *counters) (*policy, error) {
 	p := &policy{

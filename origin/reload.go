@@ -2,7 +2,9 @@ package origin
 
 import (
 	"fmt"
+	"log/slog"
 	"path/filepath"
+	"time"
 
 	"segorigin/internal/schema"
 	"segorigin/origin/access"
@@ -70,7 +72,7 @@ func (s *Server) reload(load func() (Config, []string, error)) (Reloaded, error)
 	}
 	s.pol.mu.Lock()
 	defer s.pol.mu.Unlock()
-	p, err := s.makePolicy(cfg)
+	p, err := makePolicy(cfg, &s.stats)
 	if err != nil {
 		return Reloaded{}, err
 	}
@@ -82,23 +84,13 @@ func (s *Server) reload(load func() (Config, []string, error)) (Reloaded, error)
 	return Reloaded{Applied: applied, Restart: append(restart, fromStart...)}, nil
 }
 
-// newPolicy puts the policy of the configuration in force: a step of New.
-func (s *Server) newPolicy(*cleanups) error {
-	p, err := s.makePolicy(s.cfg)
-	if err != nil {
-		return fmt.Errorf("origin: %w", err)
-	}
-	s.pol.swap(p)
-	return nil
-}
-
 // makePolicy is newPolicy with the access rules, their warnings logged.
-func (s *Server) makePolicy(cfg Config) (*policy, error) {
-	p, err := newPolicy(cfg, &s.stats)
+func makePolicy(cfg Config, st *counters) (*policy, error) {
+	p, err := newPolicy(cfg, st)
 	if err != nil {
 		return nil, err
 	}
-	if p.access, err = s.accessPolicy(cfg.Access); err != nil {
+	if p.access, err = accessPolicy(cfg.Access, cfg.Logger); err != nil {
 		return nil, fmt.Errorf("-access: %w", err)
 	}
 	return p, nil
@@ -106,13 +98,13 @@ func (s *Server) makePolicy(cfg Config) (*policy, error) {
 
 // accessPolicy parses src (nginx statements, as Config.Access), logging
 // its warnings; nil when it sets no rule.
-func (s *Server) accessPolicy(src string) (*access.Policy, error) {
+func accessPolicy(src string, log *slog.Logger) (*access.Policy, error) {
 	p, err := access.Parse(src)
 	if err != nil {
 		return nil, err
 	}
 	for _, w := range p.Warnings {
-		s.log.Warn("access rules: "+w, "rules", p.Addresses.Len())
+		log.Warn("access rules: "+w, "rules", p.Addresses.Len())
 	}
 	if p.Empty() {
 		return nil, nil
@@ -121,12 +113,12 @@ func (s *Server) accessPolicy(src string) (*access.Policy, error) {
 }
 
 // reloadAuth replaces the authorization settings alone (ReloadAuth).
-func (s *Server) reloadAuth(cfg AuthConfig) error {
-	return s.pol.change(func(p *policy) error {
+func (ps *policies) reloadAuth(cfg AuthConfig, st *counters, now func() time.Time) error {
+	return ps.change(func(p *policy) error {
 		if p.auth == nil || !cfg.enabled() {
 			return fmt.Errorf("origin: authorization can only be reloaded when it is on, and stays on")
 		}
-		a, err := newAuthorizer(cfg, &s.stats.Auth, s.cfg.Now)
+		a, err := newAuthorizer(cfg, &st.Auth, now)
 		if err != nil {
 			return fmt.Errorf("origin: auth: %w", err)
 		}

@@ -69,9 +69,11 @@ func New(cfg Config) (_ *Server, err error) {
 	if s.gate, err = newGate(s.cfg, s.admit.client.trusted, s.onFDPressure, &s.stats); err != nil {
 		return nil, err
 	}
-	if err = s.newPolicy(&undo); err != nil {
-		return nil, err
+	p, err := makePolicy(s.cfg, &s.stats)
+	if err != nil {
+		return nil, fmt.Errorf("origin: %w", err)
 	}
+	s.pol.swap(p)
 	if s.tls, err = newTLS(s.cfg, &s.stats); err != nil {
 		return nil, err
 	}
