@@ -190,9 +190,10 @@ func (v *liveVersion) hints(name string) []string {
 
 // notePlaylist reads the version of a playlist fetched without
 // directives when its bytes are in memory (no I/O), so that its directory
-// is known live before a hinted part is asked for.
+// is known live before a hinted part is asked for; not where nothing
+// would wake a held part.
 func (f *files) notePlaylist(ctx *fasthttp.RequestCtx, p *plan) {
-	if p.h.Bytes != nil {
+	if p.h.Bytes != nil && f.live.watching && liveWaitable {
 		f.liveVersion(ctx, p)
 	}
 }
