@@ -15,3 +15,7 @@ const RaceEnabled = raceEnabled
 
 // LiveWaiters is how many blocking playlist reloads s holds parked now.
 func LiveWaiters(s *Server) int { return s.live.waiters() }
+
+// LiveChanges counts the watcher's invalidations s's held requests have
+// seen (each may wake some).
+func LiveChanges(s *Server) uint64 { return s.live.changes.Load() }

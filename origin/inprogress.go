@@ -114,38 +114,63 @@ func (pb *publisher) inProgress(h *cache.Handle, changed int64, opened bool) boo
 		if !opened || pb.rule.Settle <= 0 {
 			return false
 		}
-		open, known := writerOpen(h.Fd())
-		return known && (open || grownSinceOpen(h))
+		closed, known := closedAsOpened(h)
+		return known && !closed
 	}
-	if open, known := writerOpen(h.Fd()); known {
-		return open || grownSinceOpen(h)
+	if closed, known := closedAsOpened(h); known {
+		return !closed
 	}
 	return true
 }
 
-// grownSinceOpen reports whether the file behind h is no longer what its
-// open saw: a size or mtime other than h's. The kernel's "no writer now"
-// is about now, h's size about its open: a writer that wrote its last
-// bytes and closed between the two leaves a closed file that h has only
-// part of. Asked after writerOpen, so a write it misses comes from a
-// writer that opened the file after it was done (a new version, which the
-// watcher reports). An fstat that fails counts as changed: the next
-// request opens the file again.
-func grownSinceOpen(h *cache.Handle) bool {
+// closedAsOpened asks the kernel whether no process holds h's file open
+// for writing (writerOpen) and, if none does, whether the file is still as
+// h's open found it: a writer that wrote and closed between the open and
+// the question left h with a size it no longer has, so h is not the
+// finished file (the watcher's events on those writes unlist it). known
+// is writerOpen's.
+func closedAsOpened(h *cache.Handle) (closed, known bool) {
+	open, known := writerOpen(h.Fd())
+	if !known || open {
+		return false, known
+	}
 	fi, err := h.File.Stat()
-	return err != nil || fi.Size() != h.Size || !fi.ModTime().Equal(h.ModTime)
+	return err == nil && fi.Size() == h.Size && fi.ModTime().Equal(h.ModTime), true
 }
 
-// check applies the settle rule to a request for h, which last changed at
-// changed. A file in progress is unlisted from the cache (the next request
-// opens it again, to judge it by its final dates and serve it at its final
-// size). Then either uncached: its bytes go out with no-store
-// (-in-progress uncached; counted by the caller once its answer is final),
-// or errInProgress, counted here: the answer is 503.
-func (pb *publisher) check(h *cache.Handle, changed int64, opened bool) (uncached bool, err error) {
-	if !pb.inProgress(h, changed, opened) {
-		return false, nil
+// writing reports whether h, which last changed at changed, may still be
+// being written (inProgress). held: the request waited for it to be
+// written (a hinted part), so the kernel is asked about writers even
+// where the settle rule alone would publish it (-settle 0).
+func (pb *publisher) writing(h *cache.Handle, changed int64, opened, held bool) bool {
+	if pb.inProgress(h, changed, opened) {
+		return true
 	}
+	if !held {
+		return false
+	}
+	closed, known := closedAsOpened(h)
+	return known && !closed
+}
+
+// held is stepPublish's for a file in progress that a request waits for
+// (res, not stepSuspend, which leaves everything as it was): it is
+// unlisted from the cache, so the request opens it again, at its final
+// size, once woken.
+func (pb *publisher) held(h *cache.Handle, res stepResult) stepResult {
+	if res != stepSuspend {
+		pb.drop(h.Name)
+	}
+	return res
+}
+
+// refuse answers a request for h, a file in progress (writing). It is
+// unlisted from the cache (the next request opens it again, to judge it
+// by its final dates and serve it at its final size). Then either
+// uncached: its bytes go out with no-store (-in-progress uncached;
+// counted by the caller once its answer is final), or errInProgress,
+// counted here: the answer is 503.
+func (pb *publisher) refuse(h *cache.Handle) (uncached bool, err error) {
 	pb.drop(h.Name)
 	if pb.answer == InProgressUncached {
 		return true, nil

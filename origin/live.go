@@ -25,7 +25,9 @@ import (
 // runs again from stepOpen with the new version, and a timer per
 // playlist answers 503 to those still waiting after three target
 // durations. Many waiters on one playlist are answered from one open and
-// one parse of each version (liveVersion).
+// one parse of each version (liveVersion). A request for a part a
+// playlist hints at waits the same way, listed under the part's name
+// (live_hint.go).
 
 var (
 	// errLiveDirective: a malformed directive, _HLS_part without
@@ -54,6 +56,10 @@ type liveState struct {
 	blocking bool      // the answer is to a blocking reload or delta update: its Cache-Control
 	waiting  bool      // stepLive asked the engine to park the request (advance returned)
 	expired  bool      // the wait's time is up (set by liveWaits before it posts the request)
+	hint     bool      // it waits for a hinted part or segment to be written, not for its playlist
+	held     bool      // it was parked: its answer is counted by kind when final (liveWaits.finish)
+	gaveUp   bool      // it is answered 503: its time was up, or the server drains
+	drained  bool      // of those, the drain's
 	deadline time.Time // when the wait began plus three target durations; zero before it waits
 	gen      uint64    // liveWaits.changes when stepOpen took the file
 }
@@ -74,10 +80,15 @@ type liveWaits struct {
 	changes  atomic.Uint64
 	acquire  func(name string) (*cache.Handle, error) // the cache's Acquire
 	watching bool                                     // the watcher runs: a change wakes waiters
-	mu       sync.Mutex                               // protects lists, versions, draining
+	st       *liveCounters
+	mu       sync.Mutex // protects lists, versions, dirs, hintLists, draining
 	lists    map[string]*liveList
 	versions map[string]*liveVersion
-	draining bool
+	// dirs lists the live playlists of each directory (live_hint.go);
+	// hintLists counts the lists of lists that wait for a hinted part.
+	dirs      map[string][]string
+	hintLists int
+	draining  bool
 	// wakers counts the goroutines that open a changed playlist once and
 	// post its waiters (one per change of a playlist with waiters); drain
 	// waits for them.
@@ -90,27 +101,35 @@ type liveList struct {
 	waiters []liveEntry
 	timer   *time.Timer
 	next    time.Time // the timer's deadline
+	hint    bool      // the name is a hinted part's (hint waiters)
 }
 
 type liveEntry struct {
 	w        liveWaiter
 	deadline time.Time
+	kind     liveKind
 }
 
 // liveVersion is one version of a playlist (its validators, bytes, what
 // it says) and the delta updates made of it, made once.
 type liveVersion struct {
-	etag  string
-	ctime int64
-	size  int64
-	body  []byte
-	pl    llhls.Playlist
-	once  [llhls.SkipV2 + 1]sync.Once
-	delta [llhls.SkipV2 + 1][]byte // nil: nothing to skip
+	etag   string
+	ctime  int64
+	size   int64
+	body   []byte // nil unless the playlist can block or skip
+	pl     llhls.Playlist
+	unread bool // not a media playlist: its directives are ignored
+	once   [llhls.SkipV2 + 1]sync.Once
+	delta  [llhls.SkipV2 + 1][]byte // nil: nothing to skip
+	// hinted is what the playlist says may be asked for before it exists
+	// (liveVersion.hints), made once.
+	hintOnce sync.Once
+	hinted   []string
 }
 
-func newLiveWaits(cfg Config, acquire func(string) (*cache.Handle, error)) *liveWaits {
-	lw := &liveWaits{acquire: acquire, watching: cfg.Watch, lists: make(map[string]*liveList), versions: make(map[string]*liveVersion)}
+func newLiveWaits(cfg Config, st *liveCounters, acquire func(string) (*cache.Handle, error)) *liveWaits {
+	lw := &liveWaits{acquire: acquire, watching: cfg.Watch, st: st, lists: make(map[string]*liveList),
+		versions: make(map[string]*liveVersion), dirs: make(map[string][]string)}
 	return lw
 }
 
@@ -123,6 +142,7 @@ func (f *files) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	if !p.live.parsed {
 		q := ctx.URI().QueryString()
 		if !bytes.Contains(q, []byte("_HLS_")) {
+			f.notePlaylist(ctx, p)
 			return stepNext
 		}
 		r, err := llhls.ParseQuery(q)
@@ -144,13 +164,8 @@ func (f *files) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		f.resp.fail(ctx, errLiveDirective)
 		return stepAnswered
 	case llhls.Wait:
-		switch f.live.outcome(ctx, p, v.pl.BlockLimit()) {
-		case liveParks:
-			return stepWait
-		case liveTimedOut:
-			f.resp.fail(ctx, errLiveTimeout)
-			ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
-			return stepAnswered
+		if res, held := f.hold(ctx, p, v.pl.BlockLimit(), errLiveTimeout); held {
+			return res
 		}
 	}
 	p.live.blocking = p.live.req.HasMSN && v.pl.CanBlockReload && !v.pl.EndList
@@ -166,31 +181,47 @@ func (f *files) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // blocking is allowed) and parsed now. nil with stepNext: a playlist
 // whose directives are ignored (not a media playlist, too large).
 func (f *files) liveVersion(ctx *fasthttp.RequestCtx, p *plan) (*liveVersion, stepResult) {
-	h := p.h
+	v, suspend, err := f.readVersion(p.h, p.noBlock)
+	switch {
+	case suspend:
+		return nil, stepSuspend
+	case err != nil:
+		f.resp.fail(ctx, err)
+		return nil, stepAnswered
+	case v == nil || v.unread:
+		return nil, stepNext
+	}
+	return v, stepNext
+}
+
+// readVersion is the parsed version of h, the file of a playlist: from
+// liveWaits when a request parsed it already, else read (inlined bytes, or
+// from the file unless noBlock: suspend) and parsed now. nil: too large.
+// A version that is no media playlist is kept too, unread, so that it is
+// not read again.
+func (f *files) readVersion(h *cache.Handle, noBlock bool) (v *liveVersion, suspend bool, err error) {
 	if v := f.live.version(h); v != nil {
-		return v, stepNext
+		return v, false, nil
 	}
 	if h.Size > liveMaxPlaylist {
-		return nil, stepNext
+		return nil, false, nil
 	}
 	body := bytes.Clone(h.Bytes) // the handle's bytes go with it; the version outlives it
 	if h.Bytes == nil && h.Size > 0 {
-		if p.noBlock {
-			return nil, stepSuspend
+		if noBlock {
+			return nil, true, nil
 		}
-		var err error
 		if body, err = f.readWhole(h); err != nil {
-			f.resp.fail(ctx, err)
-			return nil, stepAnswered
+			return nil, false, err
 		}
 	}
-	pl, err := llhls.Parse(body)
-	if err != nil {
-		return nil, stepNext
+	v = &liveVersion{etag: h.ETag, ctime: h.ChangeTime(), size: h.Size, body: body}
+	if v.pl, err = llhls.Parse(body); err != nil || !v.pl.CanBlockReload && !v.pl.CanSkip() {
+		// Nothing to block on or skip: only what it says is kept.
+		v.body, v.unread = nil, err != nil
 	}
-	v := &liveVersion{etag: h.ETag, ctime: h.ChangeTime(), size: h.Size, body: body, pl: pl}
 	f.live.store(h.Name, v)
-	return v, stepNext
+	return v, false, nil
 }
 
 // deltaFor is the delta update of v that skip asks for, made once; nil
@@ -231,6 +262,21 @@ func (f *files) liveCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
 	ctx.Response.Header.SetCanonical(hdrCacheControl, cc)
 }
 
+// hold parks a request that waits (stepWait), or answers it 503 with err
+// and no-store when its time is up; held false: nothing would wake it, and
+// it is answered with what there is.
+func (f *files) hold(ctx *fasthttp.RequestCtx, p *plan, limit int64, err error) (res stepResult, held bool) {
+	switch f.live.outcome(ctx, p, limit) {
+	case liveParks:
+		return stepWait, true
+	case liveTimedOut:
+		f.resp.fail(ctx, err)
+		ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
+		return stepAnswered, true
+	}
+	return stepNext, false
+}
+
 // liveOutcome is what a request the playlist does not satisfy yet gets.
 type liveOutcome uint8
 
@@ -253,6 +299,7 @@ func (lw *liveWaits) outcome(ctx *fasthttp.RequestCtx, p *plan, limit int64) liv
 		if draining {
 			ctx.SetConnectionClose()
 		}
+		p.live.gaveUp, p.live.drained = true, draining
 		return liveTimedOut
 	case !liveWaitable || !lw.watching:
 		return liveAnswerNow
@@ -260,13 +307,14 @@ func (lw *liveWaits) outcome(ctx *fasthttp.RequestCtx, p *plan, limit int64) liv
 	if p.live.deadline.IsZero() {
 		p.live.deadline = time.Now().Add(time.Duration(limit) * time.Second)
 	}
+	p.live.held = true
 	return liveParks
 }
 
 // add lists w as waiting for name to change, unless name changed since
 // the request took its file (gen) or the server drains: false, and the
 // request runs again at once.
-func (lw *liveWaits) add(name string, w liveWaiter, gen uint64, deadline time.Time) bool {
+func (lw *liveWaits) add(name string, w liveWaiter, gen uint64, deadline time.Time, kind liveKind) bool {
 	lw.mu.Lock()
 	defer lw.mu.Unlock()
 	if lw.draining || lw.changes.Load() != gen {
@@ -275,14 +323,18 @@ func (lw *liveWaits) add(name string, w liveWaiter, gen uint64, deadline time.Ti
 	l := lw.lists[name]
 	if l == nil {
 		key := strings.Clone(name) // name may alias the request's memory
-		l = &liveList{next: deadline}
+		l = &liveList{next: deadline, hint: kind == liveHint}
 		l.timer = time.AfterFunc(time.Until(deadline), func() { lw.expire(key) })
 		lw.lists[key] = l
+		if l.hint {
+			lw.hintLists++
+		}
 	} else if deadline.Before(l.next) {
 		l.next = deadline
 		l.timer.Reset(time.Until(deadline))
 	}
-	l.waiters = append(l.waiters, liveEntry{w: w, deadline: deadline})
+	l.waiters = append(l.waiters, liveEntry{w: w, deadline: deadline, kind: kind})
+	lw.st.Held[kind].Add(1)
 	return true
 }
 
@@ -296,11 +348,14 @@ func (lw *liveWaits) changed(name string) {
 	lw.mu.Lock()
 	l := lw.lists[name]
 	if l != nil {
-		delete(lw.lists, name)
-		l.timer.Stop()
+		lw.unlistLocked(name, l)
 		lw.wakers.Add(1)
 	}
+	hinted := lw.takeHintsLocked(name)
 	lw.mu.Unlock()
+	for _, h := range hinted {
+		lw.wake(h, false)
+	}
 	if l == nil {
 		return
 	}
@@ -309,10 +364,26 @@ func (lw *liveWaits) changed(name string) {
 		if h, err := lw.acquire(name); err == nil {
 			h.Release() // the cache keeps it listed for the waiters
 		}
-		for _, e := range l.waiters {
-			e.w.wakeLive(false)
-		}
+		lw.wake(l, false)
 	}()
+}
+
+// unlistLocked takes l, the list of name, off liveWaits.
+func (lw *liveWaits) unlistLocked(name string, l *liveList) {
+	delete(lw.lists, name)
+	l.timer.Stop()
+	if l.hint {
+		lw.hintLists--
+	}
+}
+
+// wake posts every waiter of l, which is listed no more, back to its
+// connection.
+func (lw *liveWaits) wake(l *liveList, expired bool) {
+	for _, e := range l.waiters {
+		lw.st.Held[e.kind].Add(-1)
+		e.w.wakeLive(expired)
+	}
 }
 
 // changedAll: anything may have changed (a directory renamed, the watch
@@ -320,9 +391,7 @@ func (lw *liveWaits) changed(name string) {
 func (lw *liveWaits) changedAll() {
 	lw.changes.Add(1)
 	for _, l := range lw.takeAll(false) {
-		for _, e := range l.waiters {
-			e.w.wakeLive(false)
-		}
+		lw.wake(l, false)
 	}
 }
 
@@ -349,25 +418,21 @@ func (lw *liveWaits) expire(name string) {
 		clear(l.waiters[len(keep):])
 		l.waiters = keep
 		if len(keep) == 0 {
-			delete(lw.lists, name)
+			lw.unlistLocked(name, l)
 		} else {
 			l.next = next
 			l.timer.Reset(next.Sub(now))
 		}
 	}
 	lw.mu.Unlock()
-	for _, e := range due {
-		e.w.wakeLive(true)
-	}
+	lw.wake(&liveList{waiters: due}, true)
 }
 
 // drain answers every waiter now (503, Connection: close) and every
 // later request that would wait; it returns once the wakers are done.
 func (lw *liveWaits) drain() {
 	for _, l := range lw.takeAll(true) {
-		for _, e := range l.waiters {
-			e.w.wakeLive(true)
-		}
+		lw.wake(l, true)
 	}
 	lw.wakers.Wait()
 }
@@ -378,7 +443,7 @@ func (lw *liveWaits) takeAll(drain bool) map[string]*liveList {
 	defer lw.mu.Unlock()
 	lw.draining = lw.draining || drain
 	all := lw.lists
-	lw.lists = make(map[string]*liveList)
+	lw.lists, lw.hintLists = make(map[string]*liveList), 0
 	for _, l := range all {
 		l.timer.Stop()
 	}
@@ -402,7 +467,9 @@ func (lw *liveWaits) store(name string, v *liveVersion) {
 	if len(lw.versions) >= liveMaxVersions {
 		lw.versions = make(map[string]*liveVersion)
 	}
-	lw.versions[strings.Clone(name)] = v
+	name = strings.Clone(name)
+	lw.versions[name] = v
+	lw.noteDirLocked(name, v)
 	lw.mu.Unlock()
 }
 

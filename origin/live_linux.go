@@ -8,12 +8,13 @@ const liveWaitable = true
 
 var _ liveWaiter = (*h1Req)(nil)
 
-// waitLive parks r's connection and lists r under its playlist; if the
-// playlist changed since r took it, or the server drains, r runs again at
-// once instead (posted, after this call returns).
+// waitLive parks r's connection and lists r under its playlist (or the
+// hinted part it waits for); if anything changed since r took its file,
+// or the server drains, r runs again at once instead (posted, after this
+// call returns).
 func (ls *h1Server) waitLive(r *h1Req) {
 	r.c.Park()
-	if !ls.s.live.add(r.p.name.view(), r, r.p.live.gen, r.p.live.deadline) {
+	if !ls.s.live.add(r.p.name.view(), r, r.p.live.gen, r.p.live.deadline, r.p.live.kind()) {
 		r.c.Post(r.resumeLive)
 	}
 }

@@ -68,6 +68,9 @@ func TestLiveBlockingReload(t *testing.T) {
 			t.Errorf("the answer does not list part %d of segment %d:\n%s", part, msn, r.body)
 		}
 		mustHeader(t, r, "Cache-Control", "public, max-age=1", "blocking reload")
+		if st := ts.srv.Stats().Live; st.Answered != [2]int64{1, 0} || st.Held != [2]int64{} {
+			t.Errorf("counters %+v, want one reload answered, none held", st)
+		}
 		// Satisfied already: answered at once, on the same connection.
 		r = c.do("GET", fmt.Sprintf("/live/live.m3u8?_HLS_msn=%d&_HLS_part=%d", msn, part))
 		mustStatus(t, r, 200, "satisfied reload")
@@ -151,47 +154,50 @@ func TestLiveDeltaUpdate(t *testing.T) {
 // answered after one rename, each with the new version.
 func TestLiveManyWaiters(t *testing.T) {
 	const n = 200
-	for _, mode := range []struct {
-		name string
-		m    serverMode
-	}{{"HTTP", serverMode{engine: origin.EngineLoop}}, {tlsModes[0].name, serverMode{tls: &tlsModes[0]}}} {
-		t.Run(mode.name, func(t *testing.T) {
-			root := t.TempDir()
-			ts := mode.m.start(t, root, nil)
-			p := startPackager(t, root, llpack.Config{TargetDuration: 2, Parts: 4}, 6)
-			target := blockingTarget(p)
-			clients := make([]*client, n)
-			for i := range clients {
-				clients[i] = ts.dial()
-				clients[i].write("GET", target)
-			}
-			testwait.For(t, 10*time.Second, "every request parked", func() bool { return origin.LiveWaiters(ts.srv) == n })
-			start := time.Now()
-			if err := p.Publish(); err != nil {
-				t.Fatal(err)
-			}
-			lat := make([]time.Duration, n)
-			var wg sync.WaitGroup
-			for i, c := range clients {
-				wg.Add(1)
-				go func() { // the test's: ends when the response is read
-					defer wg.Done()
-					r := c.read("GET")
-					lat[i] = time.Since(start)
-					if r.StatusCode != 200 || string(r.body) != string(p.Published()) {
-						t.Errorf("waiter %d: status %d, %d bytes, want 200 and the new playlist", i, r.StatusCode, len(r.body))
-					}
-				}()
-			}
-			wg.Wait()
-			slices.Sort(lat)
-			t.Logf("%d waiters answered after the rename: p50 %v, p99 %v, max %v", n, lat[n/2], lat[n*99/100], lat[n-1])
-		})
-	}
+	loopAndTLS(t, &tlsModes[0], func(t *testing.T, mode serverMode) {
+		root := t.TempDir()
+		ts := mode.start(t, root, nil)
+		p := startPackager(t, root, llpack.Config{TargetDuration: 2, Parts: 4}, 6)
+		target := blockingTarget(p)
+		clients := make([]*client, n)
+		for i := range clients {
+			clients[i] = ts.dial()
+			clients[i].write("GET", target)
+		}
+		testwait.For(t, 10*time.Second, "every request parked", func() bool { return origin.LiveWaiters(ts.srv) == n })
+		start := time.Now()
+		if err := p.Publish(); err != nil {
+			t.Fatal(err)
+		}
+		lat := make([]time.Duration, n)
+		var wg sync.WaitGroup
+		for i, c := range clients {
+			wg.Add(1)
+			go func() { // the test's: ends when the response is read
+				defer wg.Done()
+				r := c.read("GET")
+				lat[i] = time.Since(start)
+				if r.StatusCode != 200 || string(r.body) != string(p.Published()) {
+					t.Errorf("waiter %d: status %d, %d bytes, want 200 and the new playlist", i, r.StatusCode, len(r.body))
+				}
+			}()
+		}
+		wg.Wait()
+		slices.Sort(lat)
+		t.Logf("%d waiters answered after the rename: p50 %v, p99 %v, max %v", n, lat[n/2], lat[n*99/100], lat[n-1])
+	})
 }
 
-// TestLiveDrainWakesWaiters: a drain answers parked blocking reloads at
-// once (503, Connection: close), long before their deadline.
+// loopAndTLS runs fn over plain HTTP on the event loops and over m, on
+// the stream transport.
+func loopAndTLS(t *testing.T, m *tlsMode, fn func(*testing.T, serverMode)) {
+	t.Run("HTTP", func(t *testing.T) { fn(t, serverMode{engine: origin.EngineLoop}) })
+	t.Run(m.name, func(t *testing.T) { fn(t, serverMode{tls: m}) })
+}
+
+// TestLiveDrainWakesWaiters: a drain answers parked blocking reloads and
+// requests for a hinted part at once (503, Connection: close), long
+// before their deadline.
 func TestLiveDrainWakesWaiters(t *testing.T) {
 	for _, engine := range []origin.Engine{origin.EngineLoop, origin.EngineFastHTTP} {
 		t.Run(string(engine), func(t *testing.T) {
@@ -215,16 +221,25 @@ func TestLiveDrainWakesWaiters(t *testing.T) {
 			c := ts.dial()
 			c.write("GET", blockingTarget(p))
 			testwait.For(t, 5*time.Second, "the request parked", func() bool { return origin.LiveWaiters(srv) == 1 })
+			hint, _ := hintTarget(p)
+			h := ts.dial()
+			h.write("GET", hint)
+			testwait.For(t, 5*time.Second, "the hinted part's request held", func() bool { return origin.LiveWaiters(srv) == 2 })
 			start := time.Now()
 			cancel()
-			r := c.read("GET")
-			t.Logf("answered %v after the drain began (deadline: 30s)", time.Since(start))
-			mustStatus(t, r, 503, "waiter at drain")
-			if !r.Close {
-				t.Errorf("waiter at drain: no Connection: close")
+			for _, c := range []*client{c, h} {
+				r := c.read("GET")
+				t.Logf("answered %v after the drain began (deadline: 30s)", time.Since(start))
+				mustStatus(t, r, 503, "waiter at drain")
+				if !r.Close {
+					t.Errorf("waiter at drain: no Connection: close")
+				}
 			}
 			if err := <-done; err != nil {
 				t.Errorf("Run: %v", err)
+			}
+			if st := srv.Stats().Live; st.Drained != [2]int64{1, 1} || st.Held != [2]int64{} {
+				t.Errorf("counters %+v, want one reload and one hint drained, none held", st)
 			}
 		})
 	}

@@ -100,6 +100,7 @@ func (s *Server) Metrics() ([]*Metric, []Series) {
 	cmcdMetrics(t, &st.CMCD)
 	loopMetrics(t, &st.Loop)
 	cacheMetrics(t, s.CacheStats())
+	liveMetrics(t, &st.Live)
 	t.off = s.cold == nil
 	coldMetrics(t, &st.Cold, s.ColdPoolStats())
 	t.off = s.ra == nil

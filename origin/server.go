@@ -140,7 +140,7 @@ func newServer(cfg Config, undo *cleanups) (*Server, error) {
 	})
 	s.bufPool.New = func() any { b := make([]byte, copyBufSize); return &b }
 	s.pub = newPublisher(cfg, &s.stats.InProgress, func(name string) { s.cache.Invalidate(name) }, s.loggable)
-	s.live = newLiveWaits(cfg, func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) })
+	s.live = newLiveWaits(cfg, &s.stats.Live, func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) })
 	s.fasthttpLog = &fasthttpLogger{log: cfg.Logger, loggable: s.loggable}
 	s.fasthttpLog.lim.Every, s.fasthttpLog.lim.Now = 10*time.Second, cfg.Now
 	s.rec.init(cfg, &s.stats, s.admit.redactor, s.admit.client.addr)

@@ -56,6 +56,7 @@ type Counters[C any] struct {
 	ReadAhead ReadAheadCounters[C] // zero when read-ahead is off
 	Loop      loop.Counters[C]     // zero where no event loop serves
 	Content   ContentCounters[C]   // zero unless -etag content
+	Live      LiveCounters[C]      // requests held for a playlist or a hinted part (live_hint.go)
 }
 
 // counters are the server's live counters.

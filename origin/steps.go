@@ -113,7 +113,9 @@ func (f *files) advance(ctx *fasthttp.RequestCtx, p *plan) {
 		case stepWait:
 			// The version it read is not the one it waits for: the
 			// next run opens the file again.
-			p.h.Release()
+			if p.h != nil {
+				p.h.Release()
+			}
 			p.h, p.step, p.live.waiting = nil, stepOpen, true
 			return
 		}
@@ -121,6 +123,7 @@ func (f *files) advance(ctx *fasthttp.RequestCtx, p *plan) {
 	if p.inProgress {
 		f.pub.counted(p.name.view(), p.inProgressSize)
 	}
+	f.live.finish(p)
 }
 
 // stepOpen takes the file from the cache: without blocking only when the
@@ -142,6 +145,9 @@ func (f *files) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		ctx.SetUserValue(userCacheOutcome, outcome)
 	}
 	if err != nil {
+		if res := f.holdMissing(ctx, p, err); res != stepNext {
+			return res // a part a live playlist hints at (live_hint.go)
+		}
 		if isColdBusy(err) {
 			f.stats.Cold.Refused.Add(1) // the open waited past -cold-deadline
 		}
@@ -177,7 +183,13 @@ func (f *files) stepValidators(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // answered 503, or with -in-progress uncached its bytes go out with
 // no-store.
 func (f *files) stepPublish(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	uncached, err := f.pub.check(p.h, p.changed, p.opened)
+	if !f.pub.writing(p.h, p.changed, p.opened, p.live.hint) {
+		return stepNext
+	}
+	if res := f.holdHinted(ctx, p); res != stepNext {
+		return f.pub.held(p.h, res) // a part a live playlist hints at (live_hint.go)
+	}
+	uncached, err := f.pub.refuse(p.h)
 	if err != nil {
 		f.resp.fail(ctx, err)
 		ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)

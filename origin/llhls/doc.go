@@ -10,7 +10,8 @@
 //     CAN-SKIP-DATERANGES, EXT-X-TARGETDURATION, EXT-X-PART-INF's
 //     PART-TARGET, EXT-X-MEDIA-SEQUENCE, EXT-X-ENDLIST, the Media Sequence
 //     Number of the last whole segment and how many Partial Segments the
-//     playlist lists of it and of the segment after it.
+//     playlist lists of it and of the segment after it, the URI of that
+//     last segment and of the part an EXT-X-PRELOAD-HINT names.
 //   - [ParseQuery]: `_HLS_msn`, `_HLS_part` and `_HLS_skip` from a
 //     request's query (§6.2.5.2: `_HLS_part` without `_HLS_msn` is an
 //     error, [ErrPartWithoutMSN]).

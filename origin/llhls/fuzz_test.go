@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// FuzzParse: any bytes and any query parse without panic; a decision is
+// FuzzParse: any bytes and any query parse without panic; the URIs read
+// are one line each; a decision is
 // one of the three verdicts; a delta update lists exactly the segments it
 // did not skip, starts as the playlist starts, and stays bounded.
 func FuzzParse(f *testing.F) {
@@ -17,6 +18,9 @@ func FuzzParse(f *testing.F) {
 		p, err := Parse(src)
 		if err != nil {
 			return
+		}
+		if bytes.ContainsAny([]byte(p.PreloadHint+p.LastURI), "\n") {
+			t.Fatalf("a URI spans lines: hint %q, last %q", p.PreloadHint, p.LastURI)
 		}
 		r, err := ParseQuery(query)
 		if err == nil {

@@ -50,9 +50,11 @@ func TestParse(t *testing.T) {
 		err  error
 	}{
 		{"live", live, Playlist{CanBlockReload: true, CanSkipUntil: 12e6, TargetDuration: 4, PartTarget: 1e6,
-			MediaSequence: 10, Segments: 6, LastParts: 4, NextParts: 2}, nil},
+			MediaSequence: 10, Segments: 6, LastParts: 4, NextParts: 2, PreloadHint: "seg16.2.m4s", LastURI: "seg15.m4s"}, nil},
 		{"vod", "#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:6,\na.ts\n#EXTINF:6,\nb.ts\n#EXT-X-ENDLIST\n",
-			Playlist{TargetDuration: 6, Segments: 2, EndList: true}, nil},
+			Playlist{TargetDuration: 6, Segments: 2, EndList: true, LastURI: "b.ts"}, nil},
+		{"map hint and byte range hint", "#EXTM3U\n#EXT-X-PRELOAD-HINT:TYPE=MAP,URI=\"init.mp4\"\n#EXT-X-PRELOAD-HINT:TYPE=PART,URI=\"s/7.mp4\",BYTERANGE-START=100\n",
+			Playlist{PreloadHint: "s/7.mp4"}, nil},
 		{"crlf and quoted commas", "#EXTM3U\r\n#EXT-X-SERVER-CONTROL:HOLD-BACK=\"a,b\",CAN-BLOCK-RELOAD=YES,CAN-SKIP-DATERANGES=YES\r\n#EXT-X-MEDIA-SEQUENCE:7\r\n",
 			Playlist{CanBlockReload: true, CanSkipDateRanges: true, MediaSequence: 7}, nil},
 		{"block NO", "#EXTM3U\n#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=NO\n", Playlist{}, nil},

@@ -23,6 +23,12 @@ type Playlist struct {
 	Segments          int   // whole segments listed (a URI line each)
 	LastParts         int   // EXT-X-PART tags listed for the last whole segment
 	NextParts         int   // EXT-X-PART tags after it: of segment LastMSN()+1
+	// PreloadHint is the URI of the last EXT-X-PRELOAD-HINT of TYPE=PART
+	// (§4.4.5.3): the part a client may ask for before it exists; "" when
+	// there is none. LastURI is the URI line of the last whole segment.
+	// Both as written in the playlist (relative to it, or absolute).
+	PreloadHint string
+	LastURI     string
 
 	// segs is where each whole segment's lines are and how long it is,
 	// for Delta; first is the offset of the first line of a segment.
@@ -63,6 +69,7 @@ func Parse(src []byte) (Playlist, error) {
 			}
 			p.segs = append(p.segs, segment{start: segStart, end: next, dur: dur})
 			p.Segments++
+			p.LastURI = string(bytes.TrimSpace(line))
 			p.LastParts, p.NextParts = p.NextParts, 0
 			segStart, dur = -1, 0
 		case k == lineSegmentTag || k == lineDateRange:
@@ -96,6 +103,10 @@ func (p *Playlist) tag(line []byte, dur *int64) {
 		p.MediaSequence = max(parseInt(value), 0)
 	case "#EXT-X-ENDLIST":
 		p.EndList = true
+	case "#EXT-X-PRELOAD-HINT":
+		if string(attr(value, "TYPE")) == "PART" {
+			p.PreloadHint = string(attr(value, "URI"))
+		}
 	case "#EXT-X-PART-INF":
 		p.PartTarget = parseMicros(attr(value, "PART-TARGET"))
 	case "#EXT-X-SERVER-CONTROL":
