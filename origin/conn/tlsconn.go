@@ -297,7 +297,7 @@ func txInfo(st tls.ConnectionState, keys *ktls.KeyLog, scan *ktls.HandshakeScann
 			return ktls.Info{}, errors.New("TLS 1.2 master secret, server random or ChangeCipherSpec not seen")
 		}
 		defer clear(master)
-		return ktls.TLS12(st.CipherSuite, master, keys.ClientRandom(), random, seq)
+		return ktls.TLS12(st.CipherSuite, ktls.Server, master, keys.ClientRandom(), random, seq)
 	}
 	return ktls.Info{}, ktls.ErrUnsupported
 }
