@@ -166,8 +166,8 @@ func TestTLS12KeyBlock(t *testing.T) {
 	} {
 		block := prf12(tt.h, master, "key expansion", append(append([]byte{}, sr...), cr...), 2*tt.keyLen+2*tt.fixIV)
 		for _, side := range []struct {
-			name           string
-			writer         Side
+			name            string
+			writer          Side
 			wantKey, wantIV []byte
 		}{
 			{"server", Server, block[tt.keyLen : 2*tt.keyLen], block[2*tt.keyLen+tt.fixIV:]},
