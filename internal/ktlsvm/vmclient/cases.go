@@ -83,7 +83,7 @@ func (r *runState) combo(c ktlsvm.Combo) {
 		"keyupdate":           func(c ktlsvm.Combo) error { return r.keyUpdate(c, false) },
 		"keyupdate-requested": func(c ktlsvm.Combo) error { return r.keyUpdate(c, true) },
 		"ipv6":                r.ipv6, "hrr": r.hrr,
-		"pipelined-finished":  r.pipelinedFinished, "resumption": r.resumption,
+		"pipelined-finished": r.pipelinedFinished, "resumption": r.resumption,
 		"client-close-notify": r.clientCloseNotify,
 	}
 	kept := false

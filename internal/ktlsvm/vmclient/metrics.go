@@ -96,23 +96,23 @@ func (r *runState) metricsOnce(s *server) error {
 		keyUpdates = 0 // read by crypto/tls
 	}
 	want := map[string]int64{
-		tlsEvent("ktls_rx_failed"): 0,
-		`segorigin_tls_control_records_total{kind="key_update"}`: keyUpdates,
-		`segorigin_tls_control_records_total{kind="alert"}`:      0,
-		`segorigin_tls_rekeys_total{direction="rx"}`:             t.rekeysRX.Load(),
-		`segorigin_tls_rekeys_total{direction="unsupported"}`:    t.noRekey.Load(),
+		tlsEvent("ktls_rx_failed"):                                  0,
+		`segorigin_tls_control_records_total{kind="key_update"}`:    keyUpdates,
+		`segorigin_tls_control_records_total{kind="alert"}`:         0,
+		`segorigin_tls_rekeys_total{direction="rx"}`:                t.rekeysRX.Load(),
+		`segorigin_tls_rekeys_total{direction="unsupported"}`:       t.noRekey.Load(),
 		`segorigin_body_responses_total{path="` + path + `"}`:       t.file.bodies.Load(),
 		`segorigin_body_responses_total{path="` + pathInline + `"}`: t.inline.bodies.Load(),
-		tlsEvent("handshake"):                t.handshakes.Load(),
-		tlsEvent("handshake_error"):          0,
-		tlsEvent("ktls_offloaded"):           offloaded,
-		tlsEvent("ktls_unsupported"):         0,
-		tlsEvent("ktls_ulp_failed"):          0,
-		tlsEvent("ktls_tx_failed"):           0,
-		tlsEvent("ktls_write_denied"):        t.denied.Load(),
-		"segorigin_aborted_total":            t.aborted.Load(),
-		"segorigin_truncated_total":          0,
-		"segorigin_sendfile_fallbacks_total": 0,
+		tlsEvent("handshake"):                                       t.handshakes.Load(),
+		tlsEvent("handshake_error"):                                 0,
+		tlsEvent("ktls_offloaded"):                                  offloaded,
+		tlsEvent("ktls_unsupported"):                                0,
+		tlsEvent("ktls_ulp_failed"):                                 0,
+		tlsEvent("ktls_tx_failed"):                                  0,
+		tlsEvent("ktls_write_denied"):                               t.denied.Load(),
+		"segorigin_aborted_total":                                   t.aborted.Load(),
+		"segorigin_truncated_total":                                 0,
+		"segorigin_sendfile_fallbacks_total":                        0,
 	}
 	for p, n := range paths {
 		want[`segorigin_tls_connections_total{path="`+p+`"}`] = n
