@@ -128,7 +128,7 @@ func (k *kernelRX) keyUpdate(requested bool) error {
 	return nil
 }
 
-// rekey hands set the crypto_info of a traffic secret's keys at sequence
+// rekey passes set the crypto_info of a traffic secret's keys at sequence
 // 0 (RFC 8446 §5.3: the sequence restarts with each key).
 func (k *kernelRX) rekey(set func([]byte) error, secret []byte) error {
 	in, err := ktls.TLS13(k.suite, secret, 0)
