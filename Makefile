@@ -23,7 +23,7 @@ unit:
 # Short fuzz runs of every target, so the fuzzers and their seeds cannot rot.
 # Counted in executions, not seconds: a time budget that expires while a
 # worker is mid-input fails the run with "context deadline exceeded".
-# 100,000 executions a target keep the 32 targets near 4 minutes on 2 cores;
+# 100,000 executions a target keep the 34 targets near 4 minutes on 2 cores;
 # a longer hunt is `make fuzz FUZZTIME=5000000x`.
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./ranges
@@ -62,6 +62,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzInProgress$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/publish
 	$(GO) test -run='^$$' -fuzz='^FuzzParseAttr$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/etag
 	$(GO) test -run='^$$' -fuzz='^FuzzParseEnvFile$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/schema
+	$(GO) test -run='^$$' -fuzz='^FuzzParseControl$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/ktls
+	$(GO) test -run='^$$' -fuzz='^FuzzFramer$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/ktls
 
 # -buildvcs=auto: stamp the commit (segorigin -version, segorigin_build_info)
 # where git can tell it, even when GOFLAGS says -buildvcs=false.

@@ -82,14 +82,15 @@
 // HTTPS (origin/conn: tls.go, tlsconn.go, ktls_linux.go; the pure parts
 // in origin/ktls; here tls.go only marks listeners and reloads):
 // crypto/tls does the handshake (TLS 1.2+, ECDHE AEAD suites, ALPN
-// http/1.1) and always reads the requests. With kTLS (probed once at
-// start; per connection after the handshake) the transmit keys go to the
-// kernel (key and IV derived from the secrets a per-connection
-// KeyLogWriter collects, the sequence number at hand-over counted), and
-// the connection's responses are plaintext on the socket, sent as on
-// plain TCP; close_notify leaves as an alert record. A refused setsockopt
-// (ENOENT: no kTLS in the kernel) leaves the connection on userspace TLS,
-// counted in Stats.TLS.
+// http/1.1). With kTLS (probed once at start; per connection after the
+// handshake) the keys of both directions go to the kernel (key and IV
+// derived from the secrets a per-connection KeyLogWriter collects, the
+// sequence numbers at hand-over counted), and the connection's responses
+// are plaintext on the socket, sent as on plain TCP; close_notify leaves
+// as an alert record; requests are read as plaintext where the kernel
+// opens records, through crypto/tls where it does not. A refused
+// setsockopt (ENOENT: no kTLS in the kernel) leaves the connection on
+// userspace TLS, counted in Stats.TLS.
 //
 // Other systems serve with fasthttp's Server (engine_other.go), whose
 // handler (handle, route) renders the same plan into a body stream

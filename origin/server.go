@@ -407,11 +407,11 @@ func (s *Server) BodyPaths() []any {
 	}
 	on, reason := s.tls.KTLSStatus()
 	if !on {
-		return []any{"sendfile", sendfile, "ktls", false, "ktls_reason", reason, "copy", true}
+		return append([]any{"sendfile", sendfile, "ktls", false, "ktls_reason", reason, "copy", true}, tlsPaths(s.tls)...)
 	}
 	var ciphers []string
 	for _, c := range s.tls.KTLSCiphers() {
 		ciphers = append(ciphers, c.String())
 	}
-	return []any{"sendfile", sendfile, "ktls", true, "ktls_ciphers", strings.Join(ciphers, ","), "copy", true}
+	return append([]any{"sendfile", sendfile, "ktls", true, "ktls_ciphers", strings.Join(ciphers, ","), "copy", true}, tlsPaths(s.tls)...)
 }

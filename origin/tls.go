@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 
 	"segorigin/origin/conn"
 )
@@ -52,13 +53,37 @@ func (s *Server) ReloadCertificates() error {
 	return s.tls.Reload()
 }
 
-// tlsMetrics declares the TLS listener's metric.
+// tlsMetrics declares the TLS listener's metrics.
 func tlsMetrics(t *table, st *TLSStats) {
 	m := t.counter("tls_events_total", "TLS handshakes, kernel TLS hand-overs and certificate reloads by outcome.", "event")
 	t.byLabel(m, map[string]int64{
 		"handshake": st.Handshakes, "handshake_error": st.HandshakeErrors,
 		"ktls_offloaded": st.KTLSOffloaded, "ktls_unsupported": st.KTLSUnsupported,
-		"ktls_ulp_failed": st.KTLSULPFailed, "ktls_tx_failed": st.KTLSTXFailed,
+		"ktls_ulp_failed": st.KTLSULPFailed, "ktls_tx_failed": st.KTLSTXFailed, "ktls_rx_failed": st.KTLSRXFailed,
 		"ktls_write_denied": st.KTLSWriteDenied, "cert_reload": st.CertReloads, "cert_reload_failed": st.CertReloadFails,
 	})
+	m = t.counter("tls_connections_total", "HTTPS connections by the TLS path they took after the handshake: userspace, ktls_tx (the kernel seals), ktls (the kernel seals and opens).", "path")
+	t.byLabel(m, map[string]int64{"userspace": st.PathUserspace, "ktls_tx": st.PathKTLSTX, "ktls": st.PathKTLSBoth})
+	m = t.counter("tls_control_records_total", "Control records clients sent on connections whose records the kernel opens, by kind.", "kind")
+	t.byLabel(m, map[string]int64{
+		"close_notify": st.ControlCloseNotify, "alert": st.ControlAlert, "key_update": st.ControlKeyUpdate,
+		"handshake": st.ControlHandshake, "other": st.ControlOther,
+	})
+	m = t.counter("tls_rekeys_total", "TLS 1.3 KeyUpdates followed by the kernel, by direction; unsupported: one the kernel could not take (before Linux 6.14), the connection closed after the response in flight.", "direction")
+	t.byLabel(m, map[string]int64{"rx": st.RekeysRX, "tx": st.RekeysTX, "unsupported": st.RekeyUnsupported})
+}
+
+// tlsPaths are the start-up log's attributes for HTTPS: the path new
+// connections take (conn.TLS.TLSPath), and the ciphers the kernel opens
+// records with, or why it opens none.
+func tlsPaths(st *conn.TLS) []any {
+	var rx []string
+	for _, c := range st.KTLSRXCiphers() {
+		rx = append(rx, c.String())
+	}
+	attrs := []any{"tls_path", st.TLSPath(), "ktls_rx_ciphers", strings.Join(rx, ",")}
+	if r := st.KTLSRXReason(); r != "" {
+		attrs = append(attrs, "ktls_rx_reason", r)
+	}
+	return attrs
 }

@@ -32,8 +32,9 @@ type tlsMode struct {
 // kernel "auto" means userspace TLS (no kTLS; nothing attempted), "always"
 // attempts the real setsockopt and falls back, and the emulated modes push
 // every response through the hand-over with the kernel replaced by a
-// userspace sealer, so a wrong key, IV or sequence number breaks the
-// stock client's reads.
+// userspace sealer, and every request through its opener, so a wrong
+// key, IV or sequence number breaks the stock client's reads or the
+// server's.
 var tlsModes = []tlsMode{
 	{name: "TLS1.2", version: tls.VersionTLS12, ktls: origin.KTLSAuto},
 	{name: "TLS1.3", version: tls.VersionTLS13, ktls: origin.KTLSAuto},
@@ -78,8 +79,10 @@ func checkTLSPaths(t *testing.T, ts *testServer, m tlsMode) {
 	hs := tl.Handshakes
 	switch {
 	case m.emulate:
-		if tl.KTLSOffloaded != hs {
-			t.Errorf("%s: KTLSOffloaded = %d of %d handshakes, want all", m.name, tl.KTLSOffloaded, hs)
+		// Both directions: requests were read as the kernel would open
+		// them (the emulator reads the socket).
+		if tl.KTLSOffloaded != hs || tl.PathKTLSBoth != hs {
+			t.Errorf("%s: KTLSOffloaded = %d, on path ktls %d, of %d handshakes; want all", m.name, tl.KTLSOffloaded, tl.PathKTLSBoth, hs)
 		}
 	case m.ktls == origin.KTLSAlways && !kernel:
 		if tl.KTLSULPFailed != hs || tl.KTLSOffloaded != 0 {

@@ -81,7 +81,8 @@ func TestExpected(t *testing.T) {
 				t.Errorf("Expected(%s): %s twice", plan, n)
 			}
 			seen[n] = true
-			if strings.Contains(n, "tls1.2") && (strings.Contains(n, "keyupdate") || strings.HasSuffix(n, "/hrr")) {
+			if strings.Contains(n, "tls1.2") && (strings.Contains(n, "keyupdate") || strings.HasSuffix(n, "/hrr") ||
+				strings.HasSuffix(n, "/pipelined-finished") || strings.HasSuffix(n, "/resumption")) {
 				t.Errorf("Expected(%s): %s is a TLS 1.3 case", plan, n)
 			}
 		}
@@ -89,9 +90,9 @@ func TestExpected(t *testing.T) {
 			t.Errorf("Expected(%s) ends with %s, want tls-stat", plan, names[len(names)-1])
 		}
 	}
-	// no-module and modules-load, 2 runs x (3 TLS 1.2 combos x 18 cases
-	// + 3 TLS 1.3 combos x 21 + 5 checks), tls-stat.
-	if got, want := len(Expected(PlanFull)), 2+2*(3*18+3*21+5)+1; got != want {
+	// no-module and modules-load, 2 runs x (3 TLS 1.2 combos x 19 cases
+	// + 3 TLS 1.3 combos x 24 + 5 checks), tls-stat.
+	if got, want := len(Expected(PlanFull)), 2+2*(3*19+3*24+5)+1; got != want {
 		t.Errorf("len(Expected(full)) = %d, want %d", got, want)
 	}
 	if got := Expected(PlanSMP)[0]; got != CheckModulesLoad {

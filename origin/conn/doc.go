@@ -34,16 +34,24 @@
 //     crypto/tls's configuration (TLS 1.2+, ECDHE AEAD suites, ALPN
 //     http/1.1), the certificate in service and its reload (on a change of
 //     the files, polled, and on Reload), the -tls-dev certificate.
-//   - The kTLS hand-over (tlsconn.go, ktls_linux.go; the pure parts in
-//     origin/ktls): probed once at NewTLS; per connection, right after the
-//     handshake, the transmit keys a per-connection KeyLogWriter collected
-//     are derived and given to the kernel with setsockopt TCP_ULP "tls"
-//     and TLS_TX. From then on plaintext goes to the socket (KernelTLS
-//     returns it, so sendfile may serve), close_notify leaves as an alert
-//     record, and any later write by crypto/tls is refused
-//     (ErrWriteAfterOffload) and ends the connection. A refused setsockopt
-//     (ENOENT on a kernel without kTLS) leaves the connection on userspace
-//     TLS, counted.
+//   - The kTLS hand-over (tlsconn.go, ktlsrx.go, ktls_linux.go; the pure
+//     parts in origin/ktls): probed once at NewTLS (TLS_TX and TLS_RX per
+//     cipher). The handshake reads one record per read, so crypto/tls
+//     holds nothing past the client's Finished. Right after it, the keys
+//     a per-connection KeyLogWriter collected are derived (sequence
+//     numbers exact: TLS 1.3 session tickets are counted as crypto/tls
+//     seals them) and given to the kernel with setsockopt TCP_ULP "tls",
+//     TLS_TX, then TLS_RX. From then on plaintext goes to the socket
+//     (KernelTLS returns it, so sendfile may serve), close_notify leaves
+//     as an alert record, and any later write by crypto/tls is refused
+//     (ErrWriteAfterOffload) and ends the connection. Where TLS_RX took,
+//     requests are read as plaintext from the socket and the client's
+//     control records are acted on (kernelRX): close_notify ends reading
+//     cleanly, other alerts end it, a TLS 1.3 KeyUpdate gives the kernel
+//     the next keys (Linux 6.14), or ends reading cleanly where it cannot
+//     take them. A refused TCP_ULP or TLS_TX (ENOENT on a kernel without
+//     kTLS) leaves the connection on userspace TLS; a refused TLS_RX
+//     leaves requests read through crypto/tls; all counted.
 //
 // Each part counts into its own stats struct of atomics (ListenerStats,
 // TLSStats), given at construction or its own, and logs to the

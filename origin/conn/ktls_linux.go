@@ -5,6 +5,7 @@ package conn
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"slices"
@@ -22,9 +23,11 @@ const ulpList = "/proc/sys/net/ipv4/tcp_available_ulp"
 
 // ktlsProbe is what the start-up probe found.
 type ktlsProbe struct {
-	ok      bool
-	reason  string        // why not, when !ok
-	ciphers []ktls.Cipher // those TLS_TX accepted
+	ok        bool
+	reason    string        // why not, when !ok
+	ciphers   []ktls.Cipher // those TLS_TX accepted
+	rxCiphers []ktls.Cipher // those TLS_RX accepted after TLS_TX
+	rxReason  string        // why none, when TLS_TX took some but TLS_RX none
 	// noModule: TCP_ULP said ENOENT and the kernel lists no tls ULP: the
 	// module is not loaded (or the kernel lacks CONFIG_TLS). netAdmin
 	// says whether this process has CAP_NET_ADMIN, without which the
@@ -35,14 +38,20 @@ type ktlsProbe struct {
 
 // probeKTLS tries the hand-over once on a loopback connection per cipher:
 // setsockopt(TCP_ULP, "tls") (which also loads the tls module when the
-// kernel has it as a module and we may), then TLS_TX with dummy keys.
+// kernel has it as a module and we may), then TLS_TX and TLS_RX with
+// dummy keys.
 func probeKTLS() ktlsProbe {
 	var p ktlsProbe
-	var firstErr error
+	var firstErr, rxErr error
 	for _, c := range ktls.Ciphers {
-		err := probeCipher(c)
+		err, rerr := probeCipher(c)
 		if err == nil {
 			p.ciphers = append(p.ciphers, c)
+			if rerr == nil {
+				p.rxCiphers = append(p.rxCiphers, c)
+			} else if rxErr == nil {
+				rxErr = rerr
+			}
 			continue
 		}
 		if firstErr == nil {
@@ -54,6 +63,9 @@ func probeKTLS() ktlsProbe {
 	}
 	if len(p.ciphers) > 0 {
 		p.ok = true
+		if len(p.rxCiphers) == 0 && rxErr != nil {
+			p.rxReason = rxErr.Error()
+		}
 		return p
 	}
 	p.reason = probeReason(firstErr)
@@ -99,56 +111,71 @@ func probeReason(err error) string {
 }
 
 // probeCipher offers dummy key material for c to the kernel on a fresh
-// loopback connection (TCP_ULP needs an established socket).
-func probeCipher(c ktls.Cipher) error {
+// loopback connection (TCP_ULP needs an established socket): txErr for
+// TCP_ULP and TLS_TX, rxErr for TLS_RX after them.
+func probeCipher(c ktls.Cipher) (txErr, rxErr error) {
 	ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
-		return err
+		return err, err
 	}
 	defer ln.Close()
 	cc, err := net.DialTCP("tcp", nil, ln.Addr().(*net.TCPAddr))
 	if err != nil {
-		return err
+		return err, err
 	}
 	defer cc.Close()
 	sc, err := ln.AcceptTCP()
 	if err != nil {
-		return err
+		return err, err
 	}
 	defer sc.Close()
 	raw, err := sc.SyscallConn()
 	if err != nil {
-		return err
+		return err, err
 	}
 	k, iv, salt, _ := c.Sizes()
 	in := ktls.Info{Version: ktls.VersionTLS13, Cipher: c, Key: make([]byte, k), IV: make([]byte, iv), Salt: make([]byte, salt)}
 	b, err := in.AppendBinary(nil)
 	if err != nil {
-		return err
+		return err, err
 	}
-	var serr error
-	if err := raw.Control(func(fd uintptr) { serr = setTX(int(fd), b) }); err != nil {
-		return err
+	if err := raw.Control(func(fd uintptr) {
+		if txErr = setTX(int(fd), b); txErr == nil {
+			rxErr = setCryptoInfo(int(fd), ktls.OptRX, "TLS_RX", b)
+		}
+	}); err != nil {
+		return err, err
 	}
-	return serr
+	return txErr, rxErr
 }
 
-// enableKTLS is the production Offloader: it hands info to the
-// kernel for c's transmit direction. On error the socket still carries
-// userspace TLS records unchanged (a tls ULP without TLS_TX passes writes
-// through), so the connection goes on in user space.
-func enableKTLS(c *TCP, info []byte) (OffloadedTX, bool, error) {
+// enableKTLS is the production Offloader: it hands tx to the kernel for
+// c's transmit direction, then rx for its receive direction. On a
+// transmit error the socket still carries userspace TLS records unchanged
+// (a tls ULP without TLS_TX passes writes through), so the connection goes
+// on in user space; on a receive error (TLS_RX refused) reads still pass
+// ciphertext through to crypto/tls, and the kernel seals.
+func enableKTLS(c *TCP, tx, rx []byte) (Offload, error) {
 	if c == nil {
-		return nil, false, errors.New("not a TCP connection")
+		return Offload{}, errors.New("not a TCP connection")
 	}
-	var serr error
-	if err := c.raw.Control(func(fd uintptr) { serr = setTX(int(fd), info) }); err != nil {
-		return nil, false, err
+	var txErr, rxErr error
+	if err := c.raw.Control(func(fd uintptr) {
+		if txErr = setTX(int(fd), tx); txErr == nil && rx != nil {
+			rxErr = setCryptoInfo(int(fd), ktls.OptRX, "TLS_RX", rx)
+		}
+	}); err != nil {
+		return Offload{}, err
 	}
-	if serr != nil {
-		return nil, false, serr
+	if txErr != nil {
+		return Offload{}, txErr
 	}
-	return c, true, nil
+	off := Offload{TX: sockTX{c}, Kernel: true}
+	if rx != nil && rxErr == nil {
+		off.RX = sockRX{c}
+	}
+	off.RXErr = rxErr
+	return off, nil
 }
 
 // setTX is setsockopt(fd, SOL_TCP, TCP_ULP, "tls") then
@@ -157,28 +184,34 @@ func setTX(fd int, info []byte) error {
 	if err := unix.SetsockoptString(fd, unix.SOL_TCP, unix.TCP_ULP, "tls"); err != nil {
 		return &setsockoptError{opt: "TCP_ULP", err: err}
 	}
-	// x/sys/unix has no setsockopt for a byte slice but the string form,
-	// which would copy the key into an immutable string: call it directly.
-	_, _, errno := unix.Syscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_TLS, ktls.OptTX,
+	return setCryptoInfo(fd, ktls.OptTX, "TLS_TX", info)
+}
+
+// setCryptoInfo is setsockopt(fd, SOL_TLS, opt, info). x/sys/unix has no
+// setsockopt for a byte slice but the string form, which would copy the
+// key into an immutable string: call it directly.
+func setCryptoInfo(fd, opt int, name string, info []byte) error {
+	_, _, errno := unix.Syscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_TLS, uintptr(opt),
 		uintptr(unsafe.Pointer(&info[0])), uintptr(len(info)), 0)
 	if errno != 0 {
-		return &setsockoptError{opt: "TLS_TX", err: errno}
+		return &setsockoptError{opt: name, err: errno}
 	}
 	return nil
 }
 
-// closeAlert is a close_notify alert: level warning (1), description
-// close_notify (0).
-var closeAlert = [2]byte{1, 0}
+// sockTX is the transmit direction of a socket the kernel seals.
+type sockTX struct{ c *TCP }
 
-// CloseNotify sends close_notify on a kTLS socket: sendmsg with a SOL_TLS
-// TLS_SET_RECORD_TYPE control message makes the kernel seal the bytes as
-// one record of type alert (21) instead of application data.
-func (c *TCP) CloseNotify() error {
-	oob := alertCmsg()
+func (s sockTX) Write(p []byte) (int, error) { return s.c.TCPConn.Write(p) }
+
+// SendRecord sends p as one record of type typ: sendmsg with a SOL_TLS
+// TLS_SET_RECORD_TYPE control message makes the kernel seal it as that
+// type instead of application data.
+func (s sockTX) SendRecord(typ uint8, p []byte) error {
+	oob := recordTypeCmsg(typ)
 	var serr error
-	err := c.raw.Write(func(fd uintptr) bool {
-		_, serr = unix.SendmsgN(int(fd), closeAlert[:], oob, nil, unix.MSG_NOSIGNAL)
+	err := s.c.raw.Write(func(fd uintptr) bool {
+		_, serr = unix.SendmsgN(int(fd), p, oob, nil, unix.MSG_NOSIGNAL)
 		return serr != unix.EAGAIN
 	})
 	if err != nil {
@@ -187,15 +220,76 @@ func (c *TCP) CloseNotify() error {
 	return serr
 }
 
-// alertCmsg builds the TLS_SET_RECORD_TYPE control message for an alert.
-func alertCmsg() []byte {
+// Rekey gives the kernel the next transmit keys (Linux 6.14: TLS 1.3).
+func (s sockTX) Rekey(info []byte) error { return s.c.setCryptoInfo(ktls.OptTX, "TLS_TX", info) }
+
+// sockRX is the receive direction of a socket the kernel opens.
+type sockRX struct{ c *TCP }
+
+// Read reads application data: a read(2) on the socket, which fails with
+// EIO at a record of another type (there is no room for its type).
+func (s sockRX) Read(p []byte) (int, error) {
+	n, err := s.c.TCPConn.Read(p)
+	if errors.Is(err, unix.EIO) {
+		return n, ErrControlRecord
+	}
+	return n, err
+}
+
+// ReadControl reads the record at the head with recvmsg and a
+// TLS_GET_RECORD_TYPE control message, which gives its type.
+func (s sockRX) ReadControl(buf []byte) (uint8, int, error) {
+	var oob [32]byte // unix.CmsgSpace(1) is 24 on 64-bit Linux
+	var n, oobn int
+	var rerr error
+	err := s.c.raw.Read(func(fd uintptr) bool {
+		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob[:], 0)
+		return rerr != unix.EAGAIN
+	})
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case rerr != nil:
+		return 0, 0, rerr
+	case n == 0:
+		return 0, 0, io.EOF
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_TLS && m.Header.Type == ktls.CmsgGetRecordType && len(m.Data) == 1 {
+			return m.Data[0], n, nil
+		}
+	}
+	return 0, 0, errors.New("recvmsg on a kTLS socket: no TLS_GET_RECORD_TYPE")
+}
+
+// Rekey gives the kernel the client's next keys (Linux 6.14: TLS 1.3;
+// before, TLS_RX is refused once set).
+func (s sockRX) Rekey(info []byte) error { return s.c.setCryptoInfo(ktls.OptRX, "TLS_RX", info) }
+
+func (c *TCP) setCryptoInfo(opt int, name string, info []byte) error {
+	var serr error
+	if err := c.raw.Control(func(fd uintptr) { serr = setCryptoInfo(int(fd), opt, name, info) }); err != nil {
+		return err
+	}
+	return serr
+}
+
+// recordTypeCmsg builds the TLS_SET_RECORD_TYPE control message for typ.
+func recordTypeCmsg(typ uint8) []byte {
 	b := make([]byte, unix.CmsgSpace(1))
 	h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
 	h.Level = unix.SOL_TLS
 	h.Type = ktls.CmsgSetRecordType
 	h.SetLen(unix.CmsgLen(1))
-	b[unix.CmsgLen(0)] = ktls.RecordAlert
+	b[unix.CmsgLen(0)] = typ
 	return b
 }
 
-var _ OffloadedTX = (*TCP)(nil)
+var (
+	_ OffloadedTX = sockTX{}
+	_ OffloadedRX = sockRX{}
+)

@@ -18,7 +18,7 @@ import (
 // TestAlertCmsg: close_notify goes out with one SOL_TLS control message,
 // TLS_SET_RECORD_TYPE, whose data is the alert record type.
 func TestAlertCmsg(t *testing.T) {
-	msgs, err := unix.ParseSocketControlMessage(alertCmsg())
+	msgs, err := unix.ParseSocketControlMessage(recordTypeCmsg(ktls.RecordAlert))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,21 +12,19 @@ import (
 // TLS and bodies go through the copy path.
 
 type ktlsProbe struct {
-	ok       bool
-	reason   string
-	ciphers  []ktls.Cipher
-	noModule bool // never: there is no module to load
-	netAdmin bool
+	ok        bool
+	reason    string
+	ciphers   []ktls.Cipher
+	rxCiphers []ktls.Cipher
+	rxReason  string
+	noModule  bool // never: there is no module to load
+	netAdmin  bool
 }
 
 func probeKTLS() ktlsProbe { return ktlsProbe{reason: "kTLS is Linux only"} }
 
 var errNoKTLS = errors.New("kTLS is Linux only")
 
-func enableKTLS(*TCP, []byte) (OffloadedTX, bool, error) {
-	return nil, false, &setsockoptError{opt: "TCP_ULP", err: errNoKTLS}
+func enableKTLS(*TCP, []byte, []byte) (Offload, error) {
+	return Offload{}, &setsockoptError{opt: "TCP_ULP", err: errNoKTLS}
 }
-
-func (c *TCP) CloseNotify() error { return errNoKTLS }
-
-var _ OffloadedTX = (*TCP)(nil)

@@ -65,8 +65,9 @@ func acceptTLS(t *testing.T, s *conn.TLS, dial func(addr string)) tlsConn {
 }
 
 // goClient dials with a stock crypto/tls client pinned to one version and
-// suite, and returns what it reads until EOF (and the error, if any).
-func goClient(base *tls.Config, version, suite uint16) (dial func(string), result <-chan clientResult) {
+// suite, writes send, and returns what it reads until EOF (and the error,
+// if any).
+func goClient(base *tls.Config, version, suite uint16, send ...string) (dial func(string), result <-chan clientResult) {
 	ch := make(chan clientResult, 1)
 	return func(addr string) {
 		cfg := base.Clone()
@@ -81,15 +82,20 @@ func goClient(base *tls.Config, version, suite uint16) (dial func(string), resul
 		}
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(10 * time.Second))
+		for _, p := range send {
+			c.Write([]byte(p))
+		}
 		b, err := io.ReadAll(c)
-		ch <- clientResult{data: b, err: err, suite: c.ConnectionState().CipherSuite}
+		cs := c.ConnectionState()
+		ch <- clientResult{data: b, err: err, suite: cs.CipherSuite, resumed: cs.DidResume}
 	}, ch
 }
 
 type clientResult struct {
-	data  []byte
-	err   error
-	suite uint16
+	data    []byte
+	err     error
+	suite   uint16
+	resumed bool
 }
 
 // handOverAndSend runs the handshake (which hands over to the emulator),
@@ -227,31 +233,23 @@ func TestKTLSDerivationOpenSSL(t *testing.T) {
 	}
 }
 
-// TestKTLSKeyUpdateFailsConnection: after the hand-over a client's
-// KeyUpdate asking for ours makes crypto/tls try to write; the write is
-// refused, the connection fails at once, and the client sees only what the
-// kernel sealed (a clean close_notify with the old keys), never a
-// userspace record.
+// TestKTLSKeyUpdateFailsConnection: after a transmit-only hand-over (the
+// kernel refused TLS_RX) a client's KeyUpdate asking for ours makes
+// crypto/tls try to write; the write is refused, the connection fails at
+// once, and the client sees only what the kernel sealed (a clean
+// close_notify with the old keys), never a userspace record.
 func TestKTLSKeyUpdateFailsConnection(t *testing.T) {
 	s, ccfg := newKTLSTest(t)
-	ktlstest.EmulateKTLS(s)
+	ktlstest.EmulateKTLS(s).RefuseRX = true
 	var keys ktls.KeyLog
 	res := make(chan clientResult, 1)
 	dial := func(addr string) {
-		raw, err := net.Dial("tcp", addr)
+		raw, c, err := dialTLS13(addr, ccfg, &keys, nil)
 		if err != nil {
 			res <- clientResult{err: err}
 			return
 		}
-		cfg := ccfg.Clone()
-		cfg.MinVersion, cfg.KeyLogWriter = tls.VersionTLS13, &keys
-		c := tls.Client(raw, cfg)
 		defer c.Close()
-		c.SetDeadline(time.Now().Add(10 * time.Second))
-		if err := c.Handshake(); err != nil {
-			res <- clientResult{err: err}
-			return
-		}
 		// KeyUpdate(update_requested), sealed with the client's first
 		// application traffic key at sequence 0, written under crypto/tls.
 		in, err := ktls.TLS13(c.ConnectionState().CipherSuite, keys.ClientTrafficSecret(), 0)

@@ -32,12 +32,14 @@ type TLSConfig struct {
 	// and ::1, made in memory at start: for trying HTTPS without setup,
 	// never for production. It excludes CertFile and KeyFile.
 	Dev bool
-	// KTLS chooses whether connections hand their transmit direction to
-	// the kernel (kTLS) so bodies still go out with sendfile: KTLSAuto
-	// (probe at start, offload when the kernel offers it), KTLSOff, or
-	// KTLSAlways (attempt on every connection whatever the probe said; for
-	// diagnosis). Requests are always read through crypto/tls, and any
-	// failure leaves the connection on userspace TLS.
+	// KTLS chooses whether connections hand their records to the kernel
+	// (kTLS) after the handshake, so that bodies go out with sendfile and
+	// requests are read as plaintext: KTLSAuto (probe at start; both
+	// directions where the kernel opens records too, else transmit only),
+	// KTLSTX (transmit only: requests read through crypto/tls), KTLSOff,
+	// or KTLSAlways (attempt both on every connection whatever the probe
+	// said; for diagnosis). A direction the kernel refuses stays in user
+	// space.
 	KTLS KTLSMode
 	// ReloadEvery is how often the certificate files' metadata is checked
 	// for a change; 0 disables the check (SIGHUP still reloads).
@@ -49,6 +51,7 @@ type KTLSMode string
 
 const (
 	KTLSAuto   KTLSMode = "auto"
+	KTLSTX     KTLSMode = "tx"
 	KTLSOff    KTLSMode = "off"
 	KTLSAlways KTLSMode = "always"
 )
@@ -68,9 +71,9 @@ func (c *TLSConfig) Validate() error {
 	switch c.KTLS {
 	case "":
 		c.KTLS = KTLSAuto
-	case KTLSAuto, KTLSOff, KTLSAlways:
+	case KTLSAuto, KTLSTX, KTLSOff, KTLSAlways:
 	default:
-		errs = append(errs, fmt.Errorf("ktls: %q, want auto, off or always", c.KTLS))
+		errs = append(errs, fmt.Errorf("ktls: %q, want auto, tx, off or always", c.KTLS))
 	}
 	if c.ReloadEvery < 0 {
 		errs = append(errs, fmt.Errorf("tls-reload-every: %v, want >= 0", c.ReloadEvery))
@@ -78,7 +81,8 @@ func (c *TLSConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// TLSCounters count handshakes, the kTLS hand-over per outcome, and
+// TLSCounters count handshakes, the kTLS hand-over per outcome, the TLS
+// path each connection took, what the kernel's receive direction met, and
 // certificate reloads: declared once for C = atomic.Int64 (TLSStats, what
 // the TLS listener increments) and C = int64 (a snapshot of them).
 type TLSCounters[C any] struct {
@@ -88,7 +92,30 @@ type TLSCounters[C any] struct {
 	KTLSUnsupported C // offload attempted but the version, cipher or key material did not allow it: userspace TLS
 	KTLSULPFailed   C // setsockopt(TCP_ULP, "tls") refused (ENOENT: no kTLS in this kernel): userspace TLS
 	KTLSTXFailed    C // setsockopt(SOL_TLS, TLS_TX) refused (cipher not in this kernel): userspace TLS
+	KTLSRXFailed    C // setsockopt(SOL_TLS, TLS_RX) refused after TLS_TX took: transmit only
 	KTLSWriteDenied C // crypto/tls tried to write after the hand-over (a KeyUpdate, an alert): connection closed
+
+	// The path of each handshaken connection: all in user space, the
+	// kernel sealing (kTLS transmit only), or the kernel sealing and
+	// opening (kTLS both directions).
+	PathUserspace C
+	PathKTLSTX    C
+	PathKTLSBoth  C
+
+	// On kTLS-both connections: the client's control records by kind
+	// (ktls.Kinds), the TLS 1.3 KeyUpdates followed (RekeysRX; RekeysTX
+	// when the client asked for ours too), and those the kernel could not
+	// follow (before Linux 6.14): the connection closed cleanly after the
+	// response in flight.
+	ControlCloseNotify C
+	ControlAlert       C
+	ControlKeyUpdate   C
+	ControlHandshake   C
+	ControlOther       C
+	RekeysRX           C
+	RekeysTX           C
+	RekeyUnsupported   C
+
 	CertReloads     C // certificate pairs loaded after start
 	CertReloadFails C // reloads that failed (the previous pair stays in service)
 }
@@ -133,6 +160,7 @@ type TLS struct {
 	base      *tls.Config
 	probe     ktlsProbe
 	attempt   bool // try the kTLS hand-over on every TCP connection
+	attemptRX bool // and of the receive direction
 	stats     *TLSStats
 	log       *slog.Logger
 	failLog   ratelog.Limiter // hand-over failures, once per interval
@@ -142,17 +170,40 @@ type TLS struct {
 	offload Offloader
 }
 
-// Offloader hands info (a crypto_info struct) to the kernel for c's
-// transmit direction and returns where plaintext now goes; kernel says the
-// socket itself encrypts (so sendfile may serve). Production calls
-// setsockopt; tests put a stand-in for the kernel here.
-type Offloader func(c *TCP, info []byte) (tx OffloadedTX, kernel bool, err error)
+// Offloader hands crypto_info structs to the kernel: tx for c's transmit
+// direction, then rx (nil: not asked) for its receive direction.
+// Production calls setsockopt; tests put a stand-in for the kernel here.
+// An error means the transmit direction was refused; a refused receive
+// direction leaves Offload.RX nil, with RXErr saying why.
+type Offloader func(c *TCP, tx, rx []byte) (Offload, error)
+
+// Offload is what the kernel took of a connection.
+type Offload struct {
+	TX     OffloadedTX
+	RX     OffloadedRX // nil: requests are read through crypto/tls
+	RXErr  error
+	Kernel bool // the socket itself seals (sendfile may serve)
+}
 
 // OffloadedTX is the transmit side of a connection after the hand-over.
 type OffloadedTX interface {
-	Write(p []byte) (int, error) // application data; the kernel makes the records
-	CloseNotify() error          // the close_notify alert, as an alert record
+	Write(p []byte) (int, error)          // application data; the kernel makes the records
+	SendRecord(typ uint8, p []byte) error // one record of another type: an alert, a KeyUpdate
+	Rekey(info []byte) error              // the next TLS 1.3 keys (a KeyUpdate sent)
 }
+
+// OffloadedRX is the receive side of a connection whose records the
+// kernel opens: Read returns application data, and ErrControlRecord when
+// the next record is of another type, which ReadControl then reads.
+type OffloadedRX interface {
+	Read(p []byte) (int, error)
+	ReadControl(buf []byte) (typ uint8, n int, err error)
+	Rekey(info []byte) error // the client's next TLS 1.3 keys (a KeyUpdate read)
+}
+
+// ErrControlRecord: the next record on a kTLS receive direction is not
+// application data (the kernel's EIO to a read with no room for its type).
+var ErrControlRecord = errors.New("origin: the next TLS record is a control record")
 
 // NewTLS validates p, loads the certificate (or makes the development
 // one) and probes kTLS unless it is off.
@@ -206,6 +257,7 @@ func NewTLS(p TLSParams) (*TLS, error) {
 			logLoadModule(log, st.probe.netAdmin)
 		}
 	}
+	st.attemptRX = st.attempt && cfg.KTLS != KTLSTX && (len(st.probe.rxCiphers) > 0 || cfg.KTLS == KTLSAlways)
 	if st.attempt {
 		st.base.GetConfigForClient = st.configForClient
 	}
@@ -228,13 +280,14 @@ func logLoadModule(log *slog.Logger, netAdmin bool) {
 }
 
 // configForClient gives a connection that will try the kTLS hand-over its
-// own configuration: a KeyLogWriter that collects its secrets, and no
-// session tickets. A TLS 1.3 ticket is sealed with the application keys
-// after the handshake, so it would move the first sequence number the
-// kernel must use; without tickets that number is 0 (TLS 1.3) or what
-// the record count after ChangeCipherSpec says (TLS 1.2). Offloaded
-// connections give up resumption for that: media connections are long
-// keep-alive ones, and a CDN reuses them.
+// own configuration: a KeyLogWriter that collects its secrets, and a
+// WrapSession that counts the TLS 1.3 session tickets sent. A TLS 1.3
+// ticket is sealed with the server's application keys during the
+// handshake, so each moves the first sequence number the kernel must use
+// by one; counted, they keep tickets on. A TLS 1.2 resumption logs no
+// master secret (crypto/tls writes the key log line only in a full
+// handshake), and the kernel's keys come from it: a client that cannot
+// speak TLS 1.3 gets no tickets, so it never resumes out of kTLS.
 func (st *TLS) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) {
 	rc, ok := hello.Conn.(*recordConn)
 	if !ok || rc.keys == nil {
@@ -242,15 +295,33 @@ func (st *TLS) configForClient(hello *tls.ClientHelloInfo) (*tls.Config, error) 
 	}
 	c := st.base.Clone()
 	c.GetConfigForClient = nil
-	c.SessionTicketsDisabled = true
 	c.KeyLogWriter = rc.keys
+	if slices.Contains(hello.SupportedVersions, tls.VersionTLS13) {
+		base := st.base
+		c.WrapSession = func(cs tls.ConnectionState, ss *tls.SessionState) ([]byte, error) {
+			if cs.Version == tls.VersionTLS13 {
+				rc.tickets.Add(1)
+			}
+			return base.EncryptTicket(cs, ss)
+		}
+	} else {
+		c.SessionTicketsDisabled = true
+	}
 	return c, nil
 }
 
-// kernelTakes says whether to offer cipher c to the kernel: a cipher the
-// probe saw refused is not tried again per connection, unless -ktls=always.
-func (st *TLS) kernelTakes(c ktls.Cipher) bool {
-	return st.cfg.KTLS == KTLSAlways || slices.Contains(st.probe.ciphers, c)
+// kernelTakes says whether to offer cipher c to the kernel for the
+// transmit direction (rx false) or the receive direction: a cipher the
+// probe saw refused is not tried again per connection, unless
+// -ktls=always.
+func (st *TLS) kernelTakes(c ktls.Cipher, rx bool) bool {
+	if st.cfg.KTLS == KTLSAlways {
+		return true
+	}
+	if rx {
+		return st.attemptRX && slices.Contains(st.probe.rxCiphers, c)
+	}
+	return slices.Contains(st.probe.ciphers, c)
 }
 
 // Stats returns the HTTPS side's counters (live, not a copy).
@@ -262,6 +333,37 @@ func (st *TLS) SetOffloader(o Offloader) { st.offload = o }
 
 // KTLSCiphers are the ciphers the kernel took at the start-up probe.
 func (st *TLS) KTLSCiphers() []ktls.Cipher { return st.probe.ciphers }
+
+// KTLSRXCiphers are the ciphers the kernel opened records with at the
+// start-up probe (TLS_RX).
+func (st *TLS) KTLSRXCiphers() []ktls.Cipher { return st.probe.rxCiphers }
+
+// KTLSRXReason says why the kernel opens no records when it seals them:
+// what TLS_RX answered at the start-up probe, or -ktls=tx.
+func (st *TLS) KTLSRXReason() string {
+	switch {
+	case st.cfg.KTLS == KTLSTX:
+		return "transmit only (-ktls=tx)"
+	case st.probe.ok && len(st.probe.rxCiphers) == 0:
+		return st.probe.rxReason
+	}
+	return ""
+}
+
+// TLSPath names the path new HTTPS connections take, as the start-up log
+// and the metrics say it: "ktls" (the kernel seals and opens records),
+// "ktls_tx" (the kernel seals; requests are read through crypto/tls) or
+// "userspace". A connection whose cipher the kernel lacks takes a lesser
+// one, counted.
+func (st *TLS) TLSPath() string {
+	switch {
+	case !st.attempt:
+		return "userspace"
+	case st.attemptRX:
+		return "ktls"
+	}
+	return "ktls_tx"
+}
 
 // KTLSStatus says whether kTLS is in use, and why not when it is not.
 func (st *TLS) KTLSStatus() (bool, string) {

@@ -13,18 +13,21 @@ import (
 	"segorigin/origin/ktls"
 )
 
-// tlsConn is every HTTPS connection fasthttp serves. Requests are always
-// read through crypto/tls. Responses are written through crypto/tls too
-// (userspace TLS), unless the kTLS hand-over succeeded after the
-// handshake: then plaintext goes to the socket and the kernel seals it,
-// so the sendfile body path works as on plain TCP.
+// tlsConn is every HTTPS connection the transport serves. Until the
+// handshake ends, and on userspace TLS, it reads and writes through
+// crypto/tls. After a kTLS hand-over plaintext goes to the socket and the
+// kernel seals it (so the sendfile body path works as on plain TCP); where
+// the kernel opens records too, requests are read as plaintext from the
+// socket, and control records (alerts, KeyUpdate) are handled here
+// (ktlsrx.go).
 //
-//	fasthttp ─► tlsConn ─Read─► tls.Conn ─► recordConn ─► TCP (RX: ciphertext)
-//	                    ─Write─► tls.Conn ─► recordConn ─► TCP (userspace TLS)
-//	                    ─Write─► OffloadedTX = TCP, kernel seals (kTLS)
+//	transport ─► tlsConn ─Read─► tls.Conn ─► recordConn ─► TCP (ciphertext)
+//	                     ─Read─► OffloadedRX, kernel opens (kTLS both)
+//	                     ─Write─► tls.Conn ─► recordConn ─► TCP (userspace TLS)
+//	                     ─Write─► OffloadedTX, kernel seals (kTLS)
 //
-// All methods but Close run on the connection's fasthttp worker; Close may
-// come from another goroutine (shutdown).
+// All methods but Close run on the connection's serving goroutine; Close
+// may come from another goroutine (shutdown).
 type tlsConn struct {
 	*tls.Conn
 	rec *recordConn
@@ -37,6 +40,8 @@ type tlsConn struct {
 	mu     sync.Mutex // protects closed, and orders the hand-over against Close
 	closed bool
 	off    atomic.Pointer[offloaded] // set once, by a successful hand-over
+
+	rx *kernelRX // the kernel opens this connection's records (serving goroutine only)
 }
 
 // offloaded is a connection's transmit side after the hand-over.
@@ -47,13 +52,21 @@ type offloaded struct {
 
 // recordConn is the net.Conn under tls.Server. Until the hand-over it
 // watches what crypto/tls writes (HandshakeScanner: the TLS 1.2 server
-// random and record count); after it, it refuses every write, so crypto/tls
-// can never put userspace ciphertext into a socket the kernel seals: a
-// KeyUpdate answer or an alert fails the connection instead.
+// random and record count) and hands crypto/tls one record per Read
+// (ktls.Framer), so that when the handshake returns nothing past the
+// client's Finished is buffered in crypto/tls: what the client pipelined
+// after it stays in the socket for the kernel to open. After the hand-over
+// it refuses every write, so crypto/tls can never put userspace ciphertext
+// into a socket the kernel seals: a KeyUpdate answer or an alert fails the
+// connection instead.
 type recordConn struct {
 	net.Conn
-	keys  *ktls.KeyLog // the secrets of this connection; nil when no hand-over is attempted
-	stats *TLSStats
+	keys    *ktls.KeyLog // the secrets of this connection; nil when no hand-over is attempted
+	stats   *TLSStats
+	tickets atomic.Int32 // TLS 1.3 session tickets sent (sealed with the application keys)
+
+	framing bool        // reads stop at record boundaries (the handshake of a hand-over; serving goroutine only)
+	frame   ktls.Framer // where the stream read so far stands
 
 	sealed atomic.Bool // the kernel owns the transmit direction
 	denied atomic.Bool // crypto/tls tried to write since: the connection must end
@@ -91,12 +104,31 @@ func (r *recordConn) Write(p []byte) (int, error) {
 	return r.Conn.Write(p)
 }
 
+// Read hands crypto/tls what arrived, up to the end of the record in
+// progress while framing: crypto/tls asks for a header, then for the rest
+// of the record, and reads on while more is in the socket (to notice a
+// close_notify early); stopping at each record's end costs a read per
+// header and per body during the handshake, and leaves the rest in the
+// socket.
+func (r *recordConn) Read(p []byte) (int, error) {
+	if !r.framing {
+		return r.Conn.Read(p)
+	}
+	n, err := r.Conn.Read(p[:min(len(p), r.frame.Room())])
+	for k := 0; k < n; {
+		m, _ := r.frame.Advance(p[k:n])
+		k += m
+	}
+	return n, err
+}
+
 func (st *TLS) newTLSConn(c net.Conn) *tlsConn {
 	rc := &recordConn{Conn: c, stats: st.stats}
 	tc, _ := c.(*TCP)
 	if tc != nil && st.attempt {
 		rc.keys = new(ktls.KeyLog)
 		rc.scanning.Store(true)
+		rc.framing = true
 	}
 	return &tlsConn{Conn: tls.Server(rc, st.base), rec: rc, tcp: tc, tls: st}
 }
@@ -123,7 +155,16 @@ func (c *tlsConn) handshake() error {
 	}
 	c.tls.stats.Handshakes.Add(1)
 	if c.rec.keys != nil {
+		c.rec.framing = false
 		c.handOver()
+	}
+	switch {
+	case c.rx != nil:
+		c.tls.stats.PathKTLSBoth.Add(1)
+	case c.off.Load() != nil:
+		c.tls.stats.PathKTLSTX.Add(1)
+	default:
+		c.tls.stats.PathUserspace.Add(1)
 	}
 	return nil
 }
@@ -135,6 +176,9 @@ func (c *tlsConn) Handshake() error { return c.handshake() }
 func (c *tlsConn) Read(p []byte) (int, error) {
 	if err := c.handshake(); err != nil {
 		return 0, err
+	}
+	if c.rx != nil {
+		return c.readKernel(p)
 	}
 	n, err := c.Conn.Read(p)
 	if c.rec.denied.Load() {
@@ -172,9 +216,13 @@ func (c *tlsConn) Close() error {
 		return c.Conn.Close()
 	}
 	c.rec.SetWriteDeadline(time.Now().Add(closeNotifyTimeout))
-	o.tx.CloseNotify() // best effort: the peer may be gone
+	o.tx.SendRecord(ktls.RecordAlert, closeNotify[:]) // best effort: the peer may be gone
 	return c.rec.Conn.Close()
 }
+
+// closeNotify is the close_notify alert: level warning (1), description
+// close_notify (0).
+var closeNotify = [2]byte{1, 0}
 
 // CloseWrite ends the transmit direction for a lingering close:
 // close_notify (by crypto/tls, or sealed by the kernel after the
@@ -186,7 +234,7 @@ func (c *tlsConn) CloseWrite() error {
 	var err error
 	if o := c.off.Load(); o != nil {
 		c.rec.SetWriteDeadline(time.Now().Add(closeNotifyTimeout))
-		err = o.tx.CloseNotify()
+		err = o.tx.SendRecord(ktls.RecordAlert, closeNotify[:])
 	} else {
 		err = c.Conn.CloseWrite()
 	}
@@ -210,10 +258,12 @@ func KernelTLS(c net.Conn) *TCP {
 	return nil
 }
 
-// handOver gives the transmit direction to the kernel, or leaves the
-// connection on userspace TLS (counted by reason) if anything is missing
-// or refused. It runs right after the handshake, before any response:
-// everything crypto/tls wrote has reached the socket.
+// handOver gives the transmit direction to the kernel, then the receive
+// direction where it opens records too, or leaves the connection on
+// userspace TLS (counted by reason) if anything is missing or refused. It
+// runs right after the handshake, before any response: everything
+// crypto/tls wrote has reached the socket, and it read nothing past the
+// client's Finished (recordConn's framing).
 func (c *tlsConn) handOver() {
 	defer c.rec.keys.Clear()
 	c.rec.scanning.Store(false)
@@ -222,24 +272,26 @@ func (c *tlsConn) handOver() {
 	c.rec.mu.Unlock()
 
 	st := c.ConnectionState()
-	info, err := txInfo(st, c.rec.keys, &scan)
-	if err == nil && !c.tls.kernelTakes(info.Cipher) {
-		err = fmt.Errorf("the kernel refused %v at start", info.Cipher)
+	keys, err := deriveKeys(st, c.rec.keys, &scan, int(c.rec.tickets.Load()))
+	defer keys.clear()
+	if err == nil && !c.tls.kernelTakes(keys.tx.Cipher, false) {
+		err = fmt.Errorf("the kernel refused %v at start", keys.tx.Cipher)
 	}
+	var tx, rx []byte
+	if err == nil {
+		tx, err = keys.tx.AppendBinary(make([]byte, 0, 64))
+	}
+	if err == nil && c.tls.kernelTakes(keys.rx.Cipher, true) {
+		rx, err = keys.rx.AppendBinary(make([]byte, 0, 64))
+	}
+	defer clear(tx)
+	defer clear(rx)
 	if err != nil {
 		c.tls.stats.KTLSUnsupported.Add(1)
 		c.tls.log.Debug("kTLS: connection stays in user space", "version", tls.VersionName(st.Version),
 			"cipher", tls.CipherSuiteName(st.CipherSuite), "err", err)
 		return
 	}
-	var buf [64]byte
-	b, err := info.AppendBinary(buf[:0])
-	clear(info.Key)
-	if err != nil {
-		c.tls.stats.KTLSUnsupported.Add(1)
-		return
-	}
-	defer clear(buf[:])
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -247,64 +299,98 @@ func (c *tlsConn) handOver() {
 		return
 	}
 	c.rec.sealed.Store(true)
-	tx, kernel, err := c.tls.offload(c.tcp, b)
+	off, err := c.tls.offload(c.tcp, tx, rx)
 	if err != nil {
 		c.rec.sealed.Store(false)
-		c.countHandOverFailure(err, info.Cipher)
+		c.countHandOverFailure(err, keys.tx.Cipher, false)
 		return
 	}
-	o := &offloaded{tx: tx}
-	if kernel {
+	o := &offloaded{tx: off.TX}
+	if off.Kernel {
 		o.kernel = c.tcp
 	}
 	c.off.Store(o)
 	c.tls.stats.KTLSOffloaded.Add(1)
+	switch {
+	case off.RX != nil:
+		c.rx = newKernelRX(c, off.RX, st, keys)
+	case rx != nil:
+		c.countHandOverFailure(off.RXErr, keys.rx.Cipher, true)
+	}
 }
 
-func (c *tlsConn) countHandOverFailure(err error, cipher ktls.Cipher) {
+// countHandOverFailure counts a refused direction (rx: the receive
+// direction, after the transmit one took) by what was refused.
+func (c *tlsConn) countHandOverFailure(err error, cipher ktls.Cipher, rx bool) {
 	var se *setsockoptError
-	if errors.As(err, &se) && se.opt == "TCP_ULP" {
+	switch {
+	case rx:
+		c.tls.stats.KTLSRXFailed.Add(1)
+	case errors.As(err, &se) && se.opt == "TCP_ULP":
 		c.tls.stats.KTLSULPFailed.Add(1)
-	} else {
+	default:
 		c.tls.stats.KTLSTXFailed.Add(1)
 	}
 	if c.tls.failLog.Allow() {
-		c.tls.log.Warn("kTLS hand-over failed: connection stays on userspace TLS (logged once per 10s)",
-			"cipher", cipher.String(), "err", err)
+		c.tls.log.Warn("kTLS hand-over failed: that direction stays in user space (logged once per 10s)",
+			"cipher", cipher.String(), "receive", rx, "err", err)
 	}
 }
 
-// txInfo builds what the kernel needs for the server's transmit direction
-// from the key log and what the scanner saw.
-func txInfo(st tls.ConnectionState, keys *ktls.KeyLog, scan *ktls.HandshakeScanner) (ktls.Info, error) {
+// handOverKeys are both directions' key material, and the TLS 1.3
+// traffic secrets a KeyUpdate derives the next keys from.
+type handOverKeys struct {
+	tx, rx               ktls.Info
+	serverApp, clientApp []byte // TLS 1.3 only
+}
+
+func (k *handOverKeys) clear() {
+	clear(k.tx.Key)
+	clear(k.rx.Key)
+	clear(k.serverApp)
+	clear(k.clientApp)
+}
+
+// deriveKeys builds what the kernel needs for both directions from the
+// key log and what the scanner saw. Sequence numbers: TLS 1.3 starts each
+// direction's application keys at 0; the server's moves by the tickets it
+// sealed, the client's Finished used its handshake keys. TLS 1.2 counts
+// from each side's ChangeCipherSpec: the server's records after its own
+// (the scanner), and the client's Finished, record 0, was read.
+func deriveKeys(st tls.ConnectionState, keys *ktls.KeyLog, scan *ktls.HandshakeScanner, tickets int) (handOverKeys, error) {
+	var k handOverKeys
 	if _, ok := ktls.CipherOf(st.Version, st.CipherSuite); !ok {
-		return ktls.Info{}, ktls.ErrUnsupported
+		return k, ktls.ErrUnsupported
 	}
+	var err error
 	switch st.Version {
 	case tls.VersionTLS13:
-		secret := keys.ServerTrafficSecret()
-		if secret == nil {
-			return ktls.Info{}, errors.New("no SERVER_TRAFFIC_SECRET_0 in the key log")
+		k.serverApp, k.clientApp = keys.ServerTrafficSecret(), keys.ClientTrafficSecret()
+		if k.serverApp == nil || k.clientApp == nil {
+			return k, errors.New("no SERVER_TRAFFIC_SECRET_0 or CLIENT_TRAFFIC_SECRET_0 in the key log")
 		}
-		defer clear(secret)
-		// Sequence 0: session tickets are off on this connection
-		// (configForClient), so nothing was sealed with these keys yet.
-		return ktls.TLS13(st.CipherSuite, secret, 0)
+		if k.tx, err = ktls.TLS13(st.CipherSuite, k.serverApp, uint64(tickets)); err == nil {
+			k.rx, err = ktls.TLS13(st.CipherSuite, k.clientApp, 0)
+		}
+		return k, err
 	case tls.VersionTLS12:
 		master, random := keys.MasterSecret(), scan.ServerRandom()
 		seq, sawCCS := scan.RecordsAfterCCS()
 		if master == nil || random == nil || !sawCCS || !scan.Complete() {
-			return ktls.Info{}, errors.New("TLS 1.2 master secret, server random or ChangeCipherSpec not seen")
+			return k, errors.New("TLS 1.2 master secret, server random or ChangeCipherSpec not seen")
 		}
 		defer clear(master)
-		return ktls.TLS12(st.CipherSuite, master, keys.ClientRandom(), random, seq)
+		if k.tx, err = ktls.TLS12(st.CipherSuite, ktls.Server, master, keys.ClientRandom(), random, seq); err == nil {
+			k.rx, err = ktls.TLS12(st.CipherSuite, ktls.Client, master, keys.ClientRandom(), random, 1)
+		}
+		return k, err
 	}
-	return ktls.Info{}, ktls.ErrUnsupported
+	return k, ktls.ErrUnsupported
 }
 
 // setsockoptError names the option the kernel refused.
 type setsockoptError struct {
-	opt string // "TCP_ULP" or "TLS_TX"
+	opt string // "TCP_ULP", "TLS_TX" or "TLS_RX"
 	err error
 }
 

@@ -1,9 +1,13 @@
-// Package ktls holds the pure parts of handing a TLS connection's transmit
-// direction to the Linux kernel (kTLS) that the serving path uses: deriving
-// the key material from what crypto/tls exposes (KeyLog, HandshakeScanner,
-// TLS12, TLS13) and laying it out as setsockopt(SOL_TLS, TLS_TX) wants it
-// (Info). It never touches a socket and never seals a record: the kernel
-// does that, and in tests internal/ktlstest stands in for it.
+// Package ktls holds the pure parts of handing a TLS connection's records
+// to the Linux kernel (kTLS) that the serving path uses: deriving the key
+// material of both directions from what crypto/tls exposes (KeyLog,
+// HandshakeScanner, TLS12, TLS13, NextTrafficSecret) and laying it out as
+// setsockopt(SOL_TLS, TLS_TX or TLS_RX) wants it (Info); the record
+// framing that lets the handshake read one record at a time (Framer); and
+// what a control record the kernel's receive side hands back asks of the
+// server (ParseControl). It never touches a socket and never seals or
+// opens a record: the kernel does that, and in tests internal/ktlstest
+// stands in for it.
 //
 // # What crypto/tls exposes, and what the kernel needs
 //
@@ -25,9 +29,14 @@
 // written; HandshakeScanner counts the records the server wrote after its
 // ChangeCipherSpec, which is exact. In TLS 1.3 the Finished is sealed with
 // the handshake keys, and the application keys start at 0, but a session
-// ticket (NewSessionTicket) is sealed with them: the caller must disable
-// tickets or account for them (origin disables them on connections it
-// offloads).
+// ticket (NewSessionTicket) is sealed with them: the caller counts them
+// (origin/conn does, through Config.WrapSession).
+//
+// The receive direction opens the client's records: TLS 1.3 with
+// CLIENT_TRAFFIC_SECRET_0 from sequence 0 (the client's Finished used its
+// handshake keys), TLS 1.2 with the key block's client_write key and IV
+// from sequence 1 (its Finished was record 0). A TLS 1.3 KeyUpdate moves a
+// direction to its next secret (NextTrafficSecret), at sequence 0.
 //
 // # Layout
 //

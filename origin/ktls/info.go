@@ -14,9 +14,16 @@ import (
 const (
 	// OptTX is TLS_TX: setsockopt(fd, SOL_TLS, TLS_TX, &crypto_info).
 	OptTX = 1
+	// OptRX is TLS_RX: the same for the receive direction (Linux 4.17).
+	OptRX = 2
 	// CmsgSetRecordType is TLS_SET_RECORD_TYPE: a SOL_TLS control message
 	// whose one data byte is the record type of the bytes sent with it.
 	CmsgSetRecordType = 1
+	// CmsgGetRecordType is TLS_GET_RECORD_TYPE: the SOL_TLS control
+	// message recvmsg returns on a kTLS RX socket, whose one data byte is
+	// the type of the record read. A read without room for it fails with
+	// EIO at a record that is not application data.
+	CmsgGetRecordType = 2
 
 	// VersionTLS12 and VersionTLS13 are TLS_1_2_VERSION and TLS_1_3_VERSION.
 	VersionTLS12 = 0x0303
@@ -207,11 +214,22 @@ func TLS13(cipherSuite uint16, secret []byte, seq uint64) (Info, error) {
 	return Info{Version: VersionTLS13, Cipher: c, Key: key, Salt: iv[:saltLen], IV: iv[saltLen:], Seq: seq}, nil
 }
 
-// TLS12 derives the server's transmit Info for TLS 1.2 from the master
-// secret and the two hello randoms (RFC 5246 §6.3): the key block is
-// client_write_MAC_key, server_write_MAC_key (both empty for AEAD suites),
-// client_write_key, server_write_key, client_write_IV, server_write_IV.
-func TLS12(cipherSuite uint16, master, clientRandom, serverRandom []byte, seq uint64) (Info, error) {
+// Side names the writer of a direction: the server's write keys are what
+// the server's transmit direction seals with, the client's what its
+// receive direction opens with.
+type Side int
+
+const (
+	Server Side = iota
+	Client
+)
+
+// TLS12 derives the Info of writer's direction for TLS 1.2 from the
+// master secret and the two hello randoms (RFC 5246 §6.3): the key block
+// is client_write_MAC_key, server_write_MAC_key (both empty for AEAD
+// suites), client_write_key, server_write_key, client_write_IV,
+// server_write_IV.
+func TLS12(cipherSuite uint16, writer Side, master, clientRandom, serverRandom []byte, seq uint64) (Info, error) {
 	c, ok := CipherOf(tls.VersionTLS12, cipherSuite)
 	if !ok {
 		return Info{}, ErrUnsupported
@@ -228,16 +246,19 @@ func TLS12(cipherSuite uint16, master, clientRandom, serverRandom []byte, seq ui
 	seed := make([]byte, 0, 64)
 	seed = append(append(seed, serverRandom...), clientRandom...)
 	block := prf12(suites[cipherSuite].hash, master, "key expansion", seed, 2*keyLen+2*fixedIV)
-	serverKey := block[keyLen : 2*keyLen]
-	serverIV := block[2*keyLen+fixedIV : 2*keyLen+2*fixedIV]
-	in := Info{Version: VersionTLS12, Cipher: c, Key: serverKey, Seq: seq}
+	key, iv := block[:keyLen], block[2*keyLen:2*keyLen+fixedIV]
+	if writer == Server {
+		key, iv = block[keyLen:2*keyLen], block[2*keyLen+fixedIV:2*keyLen+2*fixedIV]
+	}
+	in := Info{Version: VersionTLS12, Cipher: c, Key: key, Seq: seq}
 	if c == ChaCha20Poly1305 {
-		in.IV = serverIV
+		in.IV = iv
 	} else {
-		in.Salt = serverIV
+		in.Salt = iv
 		// The explicit nonce the kernel starts from (and increments per
 		// record): the sequence number, as crypto/tls uses, so no nonce
-		// repeats one sent from user space.
+		// repeats one sent from user space. (Opening, the kernel reads
+		// each record's own.)
 		in.IV = binary.BigEndian.AppendUint64(nil, seq)
 	}
 	return in, nil

@@ -149,8 +149,10 @@ func TestCipherOf(t *testing.T) {
 	}
 }
 
-// TestTLS12KeyBlock: the server's key and IV sit where RFC 5246 §6.3 puts
-// them in the key block, and the explicit nonce starts at the sequence.
+// TestTLS12KeyBlock: each side's key and IV sit where RFC 5246 §6.3 puts
+// them in the key block (client_write_key, server_write_key,
+// client_write_IV, server_write_IV), and the explicit nonce starts at the
+// sequence.
 func TestTLS12KeyBlock(t *testing.T) {
 	master, cr, sr := fill(48, 1), fill(32, 2), fill(32, 3)
 	for _, tt := range []struct {
@@ -162,23 +164,31 @@ func TestTLS12KeyBlock(t *testing.T) {
 		{tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, sha512.New384, 32, 4},
 		{tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256, sha256.New, 32, 12},
 	} {
-		in, err := TLS12(tt.suite, master, cr, sr, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
 		block := prf12(tt.h, master, "key expansion", append(append([]byte{}, sr...), cr...), 2*tt.keyLen+2*tt.fixIV)
-		wantKey, wantIV := block[tt.keyLen:2*tt.keyLen], block[2*tt.keyLen+tt.fixIV:]
-		gotIV := in.Salt
-		if tt.fixIV == 12 {
-			gotIV = in.IV
-		} else if binary.BigEndian.Uint64(in.IV) != 1 {
-			t.Errorf("%s: explicit nonce %x, want the sequence number 1", tls.CipherSuiteName(tt.suite), in.IV)
-		}
-		if !bytes.Equal(in.Key, wantKey) || !bytes.Equal(gotIV, wantIV) {
-			t.Errorf("%s: key %x iv %x, want %x %x", tls.CipherSuiteName(tt.suite), in.Key, gotIV, wantKey, wantIV)
+		for _, side := range []struct {
+			name            string
+			writer          Side
+			wantKey, wantIV []byte
+		}{
+			{"server", Server, block[tt.keyLen : 2*tt.keyLen], block[2*tt.keyLen+tt.fixIV:]},
+			{"client", Client, block[:tt.keyLen], block[2*tt.keyLen : 2*tt.keyLen+tt.fixIV]},
+		} {
+			in, err := TLS12(tt.suite, side.writer, master, cr, sr, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotIV := in.Salt
+			if tt.fixIV == 12 {
+				gotIV = in.IV
+			} else if binary.BigEndian.Uint64(in.IV) != 1 {
+				t.Errorf("%s %s: explicit nonce %x, want the sequence number 1", tls.CipherSuiteName(tt.suite), side.name, in.IV)
+			}
+			if !bytes.Equal(in.Key, side.wantKey) || !bytes.Equal(gotIV, side.wantIV) {
+				t.Errorf("%s %s: key %x iv %x, want %x %x", tls.CipherSuiteName(tt.suite), side.name, in.Key, gotIV, side.wantKey, side.wantIV)
+			}
 		}
 	}
-	if _, err := TLS12(tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, master[:47], cr, sr, 1); err == nil {
+	if _, err := TLS12(tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, Server, master[:47], cr, sr, 1); err == nil {
 		t.Errorf("TLS12 accepted a 47-byte master secret")
 	}
 }

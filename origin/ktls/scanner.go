@@ -8,9 +8,7 @@ package ktls
 type HandshakeScanner struct {
 	prefix  [43]byte // the stream's first bytes: record header (5), handshake header (4), version (2), random (32)
 	nprefix int
-	hdr     [5]byte // the current record's header, as far as seen
-	nhdr    int
-	left    int // body bytes of the current record still to come
+	frame   Framer
 
 	afterCCS bool   // a ChangeCipherSpec record has been written
 	sinceCCS uint64 // records begun after it
@@ -23,24 +21,15 @@ func (s *HandshakeScanner) Write(p []byte) (int, error) {
 		s.nprefix += copy(s.prefix[s.nprefix:], p)
 	}
 	for len(p) > 0 {
-		if s.left > 0 {
-			k := min(s.left, len(p))
-			s.left -= k
-			p = p[k:]
+		k, header := s.frame.Advance(p)
+		p = p[k:]
+		if !header {
 			continue
 		}
-		k := copy(s.hdr[s.nhdr:], p)
-		s.nhdr += k
-		p = p[k:]
-		if s.nhdr < len(s.hdr) {
-			break
-		}
-		s.nhdr = 0
-		s.left = int(s.hdr[3])<<8 | int(s.hdr[4])
 		if s.afterCCS {
 			s.sinceCCS++
 		}
-		if s.hdr[0] == RecordChangeCipherSpec {
+		if s.frame.Header()[0] == RecordChangeCipherSpec {
 			s.afterCCS = true
 		}
 	}
@@ -66,4 +55,4 @@ func (s *HandshakeScanner) RecordsAfterCCS() (uint64, bool) {
 }
 
 // Complete reports whether the stream ends on a record boundary.
-func (s *HandshakeScanner) Complete() bool { return s.left == 0 && s.nhdr == 0 }
+func (s *HandshakeScanner) Complete() bool { return s.frame.Boundary() }

@@ -83,6 +83,8 @@ func (r *runState) combo(c ktlsvm.Combo) {
 		"keyupdate":           func(c ktlsvm.Combo) error { return r.keyUpdate(c, false) },
 		"keyupdate-requested": func(c ktlsvm.Combo) error { return r.keyUpdate(c, true) },
 		"ipv6":                r.ipv6, "hrr": r.hrr,
+		"pipelined-finished": r.pipelinedFinished, "resumption": r.resumption,
+		"client-close-notify": r.clientCloseNotify,
 	}
 	kept := false
 	for _, name := range ktlsvm.CasesFor(c) {
@@ -220,17 +222,25 @@ func (r *runState) keepAliveSteps() []step {
 
 // pipelined: five requests in one write, answered in order (RFC 9112 §9.3.2).
 func (r *runState) pipelined(c ktlsvm.Combo) error {
-	seg, play := r.media["seg.m4s"], r.media["play.m3u8"]
 	cn, err := dial(r.v4, c, dialOpts{})
 	if err != nil {
 		return err
 	}
 	defer cn.close()
-	reqs := request("GET", "/play.m3u8") + request("GET", "/seg.m4s", "Range: bytes=16380-16390") +
-		request("HEAD", "/seg.m4s") + request("GET", "/seg.m4s", "Range: bytes=0-99,20000-40000") + request("GET", "/seg.m4s")
-	if _, err := io.WriteString(cn.tc, reqs); err != nil {
+	if _, err := io.WriteString(cn.tc, pipelinedRequests); err != nil {
 		return err
 	}
+	return r.pipelinedResponses(cn)
+}
+
+// pipelinedRequests are five requests sent in one write.
+var pipelinedRequests = request("GET", "/play.m3u8") + request("GET", "/seg.m4s", "Range: bytes=16380-16390") +
+	request("HEAD", "/seg.m4s") + request("GET", "/seg.m4s", "Range: bytes=0-99,20000-40000") + request("GET", "/seg.m4s")
+
+// pipelinedResponses reads and checks the answers to pipelinedRequests,
+// in order: each once, byte-exact.
+func (r *runState) pipelinedResponses(cn *conn) error {
+	seg, play := r.media["seg.m4s"], r.media["play.m3u8"]
 	checks := []struct {
 		method, path string
 		check        func(*http.Response, []byte) error

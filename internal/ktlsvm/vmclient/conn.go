@@ -41,9 +41,12 @@ const connDeadline = 60 * time.Second
 
 // dialOpts vary a connection.
 type dialOpts struct {
-	rcvbuf  int           // SO_RCVBUF before connect (0: the default)
-	curves  []tls.CurveID // the client's key exchanges (nil: crypto/tls's)
-	wantHRR bool          // the handshake must have had a HelloRetryRequest
+	rcvbuf   int           // SO_RCVBUF before connect (0: the default)
+	curves   []tls.CurveID // the client's key exchanges (nil: crypto/tls's)
+	wantHRR  bool          // the handshake must have had a HelloRetryRequest
+	hold     bool          // hold the client's writes after the ClientHello until conn.flush
+	sessions tls.ClientSessionCache
+	resume   bool // the handshake must resume a session of sessions
 }
 
 // conn is one HTTPS connection of the client. Requests go through tc
@@ -88,7 +91,9 @@ func dial(s *server, c ktlsvm.Combo, o dialOpts) (*conn, error) {
 		VerifyConnection:   func(st tls.ConnectionState) error { return checkCert(st, s.cert) },
 		KeyLogWriter:       cn.keys,
 		CurvePreferences:   o.curves,
+		ClientSessionCache: o.sessions,
 	}
+	cn.rec.hold = o.hold
 	if c.Version == tls.VersionTLS12 {
 		cfg.CipherSuites = []uint16{c.Suite}
 	}
@@ -116,6 +121,8 @@ func dial(s *server, c ktlsvm.Combo, o dialOpts) (*conn, error) {
 		err = fmt.Errorf("ALPN %q, want http/1.1", st.NegotiatedProtocol)
 	case st.HelloRetryRequest != o.wantHRR:
 		err = fmt.Errorf("HelloRetryRequest %v, want %v (key exchange %v)", st.HelloRetryRequest, o.wantHRR, st.CurveID)
+	case st.DidResume != o.resume:
+		err = fmt.Errorf("resumed %v, want %v", st.DidResume, o.resume)
 	}
 	if err != nil {
 		raw.Close()
@@ -196,12 +203,38 @@ func (cn *conn) expectCloseNotify() error {
 type recordTracker struct {
 	net.Conn
 	mu       sync.Mutex // protects the fields below (Read and the checks may run on different goroutines)
+	hold     bool       // writes after the first are held until flush
+	writes   int
+	held     []byte
 	hdr      [5]byte
 	nhdr     int // header bytes of the current record seen
 	remain   int // body bytes of the current record still to come
 	lastType byte
 	lastLen  int
 	records  int
+}
+
+func (r *recordTracker) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	r.writes++
+	if r.hold && r.writes > 1 {
+		r.held = append(r.held, p...)
+		r.mu.Unlock()
+		return len(p), nil
+	}
+	r.mu.Unlock()
+	return r.Conn.Write(p)
+}
+
+// flush sends what was held in one write(2), so that it leaves in one
+// TCP segment, and stops holding.
+func (r *recordTracker) flush() error {
+	r.mu.Lock()
+	held := r.held
+	r.hold, r.held = false, nil
+	r.mu.Unlock()
+	_, err := r.Conn.Write(held)
+	return err
 }
 
 func (r *recordTracker) Read(p []byte) (int, error) {

@@ -20,15 +20,22 @@ import (
 // from its key log (ktlstest.Sealer, as the kernel would), while responses
 // are still read through crypto/tls.
 //
-// Without update_requested the server only takes the client's next keys
-// for reading (crypto/tls does, and reading stays in user space): the
-// connection must go on serving. With update_requested the server must
-// answer with its own KeyUpdate. Over kTLS it cannot (the kernel, Linux
-// 6.1, takes no new transmit keys), so the connection must end cleanly:
-// no response, the close_notify sealed by the kernel with the old keys,
-// and ktls_write_denied counted. With -ktls off crypto/tls answers and the
+// Over kTLS the kernel opens the client's records, and hands the
+// KeyUpdate to the server as a control record. A kernel that takes new
+// keys on a live socket (Linux 6.14) gets the client's next ones (and,
+// with update_requested, the server's KeyUpdate goes out and the kernel
+// seals with the server's next keys): the connection goes on serving.
+// One that does not (Debian's 6.1 and 6.12) cannot open what follows, so
+// the connection must end cleanly: no response to the request after the
+// KeyUpdate, the close_notify sealed by the kernel with the server's keys,
+// which did not change, and counted as an unsupported rekey. With -ktls
+// off crypto/tls follows it (and answers update_requested) and the
 // connection goes on.
 func (r *runState) keyUpdate(c ktlsvm.Combo, requested bool) error {
+	rekeys, err := kernelRekeys()
+	if err != nil {
+		return err
+	}
 	seg, play := r.media["seg.m4s"], r.media["play.m3u8"]
 	cn, err := dial(r.v4, c, dialOpts{})
 	if err != nil {
@@ -60,6 +67,14 @@ func (r *runState) keyUpdate(c ktlsvm.Combo, requested bool) error {
 	if err := w.write(cn, ktls.RecordHandshake, []byte{24, 0, 0, 1, req}); err != nil {
 		return err
 	}
+	r.v4.tally.keyUpdates.Add(1)
+	closes := r.mode == "auto" && !rekeys
+	switch {
+	case closes:
+		r.v4.tally.noRekey.Add(1)
+	case r.mode == "auto":
+		r.v4.tally.rekeysRX.Add(1)
+	}
 	if err := w.next(); err != nil {
 		return err
 	}
@@ -67,10 +82,9 @@ func (r *runState) keyUpdate(c ktlsvm.Combo, requested bool) error {
 		if err := w.write(cn, ktls.RecordApplicationData, []byte(request("GET", "/seg.m4s", rangeHeader(sp)))); err != nil {
 			return err
 		}
-		if requested && r.mode == "auto" {
-			r.v4.tally.denied.Add(1)
+		if closes {
 			if err := cn.expectCloseNotify(); err != nil {
-				return fmt.Errorf("KeyUpdate(update_requested) over kTLS: want the connection closed with close_notify and no response: %w", err)
+				return fmt.Errorf("KeyUpdate over kTLS on a kernel that cannot rekey: want the connection closed with close_notify and no response: %w", err)
 			}
 			return nil
 		}

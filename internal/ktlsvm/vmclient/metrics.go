@@ -84,30 +84,47 @@ func (r *runState) metricsOnce(s *server) error {
 	}
 	t := &s.tally
 	path, others := r.bodyPaths()
+	var errs0 []error
 	offloaded := t.handshakes.Load()
 	if r.mode == "off" {
 		offloaded = 0
 	}
 	tlsEvent := func(ev string) string { return `segorigin_tls_events_total{event="` + ev + `"}` }
+	paths := map[string]int64{"ktls": offloaded, "ktls_tx": 0, "userspace": t.handshakes.Load() - offloaded}
+	keyUpdates := t.keyUpdates.Load()
+	if r.mode == "off" {
+		keyUpdates = 0 // read by crypto/tls
+	}
 	want := map[string]int64{
+		tlsEvent("ktls_rx_failed"):                                  0,
+		`segorigin_tls_control_records_total{kind="key_update"}`:    keyUpdates,
+		`segorigin_tls_control_records_total{kind="alert"}`:         0,
+		`segorigin_tls_rekeys_total{direction="rx"}`:                t.rekeysRX.Load(),
+		`segorigin_tls_rekeys_total{direction="unsupported"}`:       t.noRekey.Load(),
 		`segorigin_body_responses_total{path="` + path + `"}`:       t.file.bodies.Load(),
 		`segorigin_body_responses_total{path="` + pathInline + `"}`: t.inline.bodies.Load(),
-		tlsEvent("handshake"):                t.handshakes.Load(),
-		tlsEvent("handshake_error"):          0,
-		tlsEvent("ktls_offloaded"):           offloaded,
-		tlsEvent("ktls_unsupported"):         0,
-		tlsEvent("ktls_ulp_failed"):          0,
-		tlsEvent("ktls_tx_failed"):           0,
-		tlsEvent("ktls_write_denied"):        t.denied.Load(),
-		"segorigin_aborted_total":            t.aborted.Load(),
-		"segorigin_truncated_total":          0,
-		"segorigin_sendfile_fallbacks_total": 0,
+		tlsEvent("handshake"):                                       t.handshakes.Load(),
+		tlsEvent("handshake_error"):                                 0,
+		tlsEvent("ktls_offloaded"):                                  offloaded,
+		tlsEvent("ktls_unsupported"):                                0,
+		tlsEvent("ktls_ulp_failed"):                                 0,
+		tlsEvent("ktls_tx_failed"):                                  0,
+		tlsEvent("ktls_write_denied"):                               t.denied.Load(),
+		"segorigin_aborted_total":                                   t.aborted.Load(),
+		"segorigin_truncated_total":                                 0,
+		"segorigin_sendfile_fallbacks_total":                        0,
+	}
+	for p, n := range paths {
+		want[`segorigin_tls_connections_total{path="`+p+`"}`] = n
+	}
+	if got, min := m[`segorigin_tls_control_records_total{kind="close_notify"}`], t.closeNotes.Load(); r.mode == "auto" && got < float64(min) {
+		errs0 = append(errs0, fmt.Errorf("control records close_notify = %v, want at least %d", got, min))
 	}
 	for _, o := range others {
 		want[`segorigin_body_responses_total{path="`+o+`"}`] = 0
 		want[`segorigin_body_bytes_total{path="`+o+`"}`] = 0
 	}
-	errs := []error{t.covered(path)}
+	errs := append(errs0, t.covered(path))
 	keys := make([]string, 0, len(want))
 	for k := range want {
 		keys = append(keys, k)
@@ -203,9 +220,9 @@ func (r *runState) checkAccess(s *server) error {
 }
 
 // checkTLSStat prints the kernel's kTLS counters and checks them: every
-// transmit session the servers opened is accounted for (the connections
-// handed over, and the start-up probes'), none is left open, receive was
-// never offloaded, and nothing failed to decrypt.
+// transmit and receive session the servers opened is accounted for (the
+// connections handed over, both ways, and the start-up probes'), none is
+// left open, and nothing failed to decrypt.
 func (e *env) checkTLSStat() error {
 	f, err := os.Open("/proc/net/tls_stat")
 	if err != nil {
@@ -234,7 +251,7 @@ func (e *env) checkTLSStat() error {
 	want := map[string]int64{
 		"TlsTxSw":         e.offloaded + probeSessions*e.autoStarts,
 		"TlsCurrTxSw":     0,
-		"TlsRxSw":         0,
+		"TlsRxSw":         e.offloaded + probeSessions*e.autoStarts,
 		"TlsCurrRxSw":     0,
 		"TlsDecryptError": 0,
 	}

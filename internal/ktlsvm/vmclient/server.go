@@ -80,7 +80,11 @@ type tally struct {
 	inline     bodyTally    // bodies of files of at most -inline-max: path "inline"
 	aborted    atomic.Int64 // bodies cut by the client or by the write timeout, on either path
 	handshakes atomic.Int64
-	denied     atomic.Int64 // connections on which crypto/tls had to be refused a write (kTLS)
+	denied     atomic.Int64 // connections on which crypto/tls had to be refused a write (kTLS transmit only)
+	keyUpdates atomic.Int64 // KeyUpdate records the client sent (kTLS: read by the kernel)
+	rekeysRX   atomic.Int64 // of those, followed by the kernel (Linux 6.14)
+	noRekey    atomic.Int64 // of those, that ended the connection (older kernels)
+	closeNotes atomic.Int64 // close_notify alerts the server surely read (client-close-notify)
 }
 
 // bodyTally counts the bodies of one path.
@@ -236,9 +240,11 @@ func checkBodyPaths(m map[string]any, mode string) error {
 	case !on:
 		return fmt.Errorf("body paths %v: the kernel's kTLS is not available (is tls.ko loaded?)", m)
 	}
+	const all = "aes-128-gcm,aes-256-gcm,chacha20-poly1305"
 	ciphers, _ := m["ktls_ciphers"].(string)
-	if ciphers != "aes-128-gcm,aes-256-gcm,chacha20-poly1305" {
-		return fmt.Errorf("body paths %v: ktls_ciphers %q, want all three", m, ciphers)
+	rx, _ := m["ktls_rx_ciphers"].(string)
+	if ciphers != all || rx != all || m["tls_path"] != "ktls" {
+		return fmt.Errorf("body paths %v: ktls_ciphers %q, ktls_rx_ciphers %q, tls_path %v; want all three both ways, path ktls", m, ciphers, rx, m["tls_path"])
 	}
 	return nil
 }
