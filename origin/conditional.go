@@ -74,6 +74,8 @@ type reqHeaders struct {
 	ifMatch, ifNoneMatch, ifModifiedSince, ifUnmodifiedSince []byte
 	rng, ifRange, origin                                     []byte
 	cmcd                                                     [4][]byte // CMCD-Object, -Request, -Session, -Status: read for metrics, never for the answer
+	acceptEncoding                                           []byte    // the first Accept-Encoding line
+	acceptEncodingLines                                      int       // how many there are (gzip.go reads them all when more than one)
 	badFieldName                                             bool      // a field name with a space in it
 }
 
@@ -107,6 +109,9 @@ func (r *reqHeaders) scan(h *fasthttp.RequestHeader) {
 			dst = &r.cmcd[2]
 		case "Cmcd-Status":
 			dst = &r.cmcd[3]
+		case "Accept-Encoding":
+			r.acceptEncodingLines++
+			dst = &r.acceptEncoding
 		default:
 			if bytes.IndexByte(k, ' ') >= 0 {
 				r.badFieldName = true

@@ -136,7 +136,7 @@ func (f *files) stepGzip(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		return stepNext
 	}
 	if (ctx.IsGet() && len(p.rh.rng) > 0) || p.h.Size < gz.minLength ||
-		!coding.Gzip(ctx.Request.Header.PeekAll(fasthttp.HeaderAcceptEncoding)) {
+		!acceptsGzip(ctx, &p.rh) {
 		varyAcceptEncoding(ctx)
 		return stepNext
 	}
@@ -162,6 +162,18 @@ func (f *files) stepGzip(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		return stepNext
 	}
 	return f.serveCompressed(ctx, p)
+}
+
+// acceptsGzip is coding.Gzip of the request's Accept-Encoding lines, as
+// scan found them: the header is walked again only for more than one.
+func acceptsGzip(ctx *fasthttp.RequestCtx, rh *reqHeaders) bool {
+	switch rh.acceptEncodingLines {
+	case 0:
+		return false
+	case 1:
+		return coding.Gzip([][]byte{rh.acceptEncoding})
+	}
+	return coding.Gzip(ctx.Request.Header.PeekAll(fasthttp.HeaderAcceptEncoding))
 }
 
 // varyAcceptEncoding adds Vary: Accept-Encoding as a line of its own
