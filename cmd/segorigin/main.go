@@ -75,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		defer alog.Close()
 		opts.cfg.AccessLog = alog
 	}
-	reserveLoopP(&opts.cfg)
+	reserveLoopP(&opts.cfg, opts.tlsListen != "")
 	srv, err := origin.New(opts.cfg)
 	if err != nil {
 		return err
@@ -329,14 +329,15 @@ func openAccessLog(path string) (*accesslog.File, error) {
 	return f, nil
 }
 
-// reserveLoopP gives the loop engine one P more than it has loops, unless
-// the operator set GOMAXPROCS. A loop waits in epoll_wait inside a
-// system call; when no P is idle, the runtime's sysmon takes the P of a
-// thread in a long system call away (and the thread must win one back
-// when epoll_wait returns), and keeps waking every 20 µs to do so. With
-// a P to spare it leaves a waiting loop's P alone and sleeps.
-func reserveLoopP(cfg *origin.Config) {
-	if cfg.Engine != origin.EngineLoop || os.Getenv("GOMAXPROCS") != "" {
+// reserveLoopP gives the loop engine one P more than it has loops when
+// HTTPS is served too (unless the operator set GOMAXPROCS): a loop keeps
+// its P while it waits in epoll_wait and lets other goroutines run only
+// when it yields (every few ms), so HTTPS connections, each a goroutine,
+// get a P of their own. Without HTTPS the loops have every P: a P to
+// spare would sit idle, and each yield of a loop would wake a thread to
+// look for work on it.
+func reserveLoopP(cfg *origin.Config, tls bool) {
+	if cfg.Engine != origin.EngineLoop || !tls || os.Getenv("GOMAXPROCS") != "" {
 		return
 	}
 	if cfg.Loops == 0 {
