@@ -329,19 +329,23 @@ func openAccessLog(path string) (*accesslog.File, error) {
 	return f, nil
 }
 
-// reserveLoopP gives the loop engine one P more than it has loops when
-// HTTPS is served too (unless the operator set GOMAXPROCS): a loop keeps
-// its P while it waits in epoll_wait and lets other goroutines run only
-// when it yields (every few ms), so HTTPS connections, each a goroutine,
-// get a P of their own. Without HTTPS the loops have every P: a P to
-// spare would sit idle, and each yield of a loop would wake a thread to
-// look for work on it.
+// reserveLoopP sets GOMAXPROCS for the loop engine (unless the operator
+// set it): one P per loop, for a loop keeps its P while it waits in
+// epoll_wait and lets other goroutines run only when it yields (every
+// few ms); and one P more when HTTPS is served too, so that HTTPS
+// connections, each a goroutine, have a P of their own. Without HTTPS a
+// P to spare would sit idle, and each yield of a loop would wake a
+// thread to look for work on it.
 func reserveLoopP(cfg *origin.Config, tls bool) {
-	if cfg.Engine != origin.EngineLoop || !tls || os.Getenv("GOMAXPROCS") != "" {
+	if cfg.Engine != origin.EngineLoop || os.Getenv("GOMAXPROCS") != "" {
 		return
 	}
 	if cfg.Loops == 0 {
 		cfg.Loops = runtime.GOMAXPROCS(0)
 	}
-	runtime.GOMAXPROCS(cfg.Loops + 1)
+	ps := cfg.Loops
+	if tls {
+		ps++
+	}
+	runtime.GOMAXPROCS(ps)
 }
