@@ -76,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		defer alog.Close()
 		opts.cfg.AccessLog = alog
 	}
-	reserveLoopP(&opts.cfg)
+	reserveLoopP(&opts.cfg, opts.tlsListen != "")
 	srv, err := origin.New(opts.cfg)
 	if err != nil {
 		return err
@@ -306,18 +306,23 @@ func openAccessLog(path string) (*accesslog.File, error) {
 	return f, nil
 }
 
-// reserveLoopP gives the loop engine one P more than it has loops, unless
-// the operator set GOMAXPROCS. A loop waits in epoll_wait inside a
-// system call; when no P is idle, the runtime's sysmon takes the P of a
-// thread in a long system call away (and the thread must win one back
-// when epoll_wait returns), and keeps waking every 20 µs to do so. With
-// a P to spare it leaves a waiting loop's P alone and sleeps.
-func reserveLoopP(cfg *origin.Config) {
+// reserveLoopP sets GOMAXPROCS for the loop engine (unless the operator
+// set it): one P per loop, for a loop keeps its P while it waits in
+// epoll_wait and lets other goroutines run only when it yields (every
+// few ms); and one P more when HTTPS is served too, so that HTTPS
+// connections, each a goroutine, have a P of their own. Without HTTPS a
+// P to spare would sit idle, and each yield of a loop would wake a
+// thread to look for work on it.
+func reserveLoopP(cfg *origin.Config, tls bool) {
 	if cfg.Engine != origin.EngineLoop || os.Getenv("GOMAXPROCS") != "" {
 		return
 	}
 	if cfg.Loops == 0 {
 		cfg.Loops = runtime.GOMAXPROCS(0)
 	}
-	runtime.GOMAXPROCS(cfg.Loops + 1)
+	ps := cfg.Loops
+	if tls {
+		ps++
+	}
+	runtime.GOMAXPROCS(ps)
 }

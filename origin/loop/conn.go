@@ -72,6 +72,7 @@ func (c *Conn) Send(r *Response) {
 // connection waits (no read, no timeout of its own) until then.
 func (c *Conn) Park() {
 	c.parked = true
+	c.l.handedOff = true
 	if c.list != nil {
 		c.list.remove(c)
 	}
@@ -198,6 +199,7 @@ func (c *Conn) flush() {
 			var wait bool
 			n, want, wait, err = c.sendFile(r, p, budget)
 			if wait {
+				l.handedOff = true
 				c.waitWritable(false)
 				return
 			}

@@ -32,6 +32,10 @@ type loop struct {
 	conns []*Conn
 	nconn int
 	now   int64 // nanoseconds, read once per wake-up
+	// handedOff: a connection now waits on another goroutine (Park, a
+	// Ready hook's "not yet"); the loop yields before it waits, so that
+	// goroutine runs at once even when the loops hold every P.
+	handedOff bool
 
 	reading, idle, writing list // connections by what they wait for
 	lingering              list // closed by the server, dropping what still arrives
@@ -163,10 +167,14 @@ func (l *loop) closeFDs() {
 // connection left).
 //
 // While there is work it waits in epoll_wait, at most activeWait at a
-// time: a thread blocked there holds its P in a system call, which the
-// runtime's sysmon takes away once it passes 10 ms (to be handed back on
-// the wake-up through futexes, with sysmon polling every 20 µs again).
-// After parkAfter with nothing to do it parks on Go's netpoller until an
+// time, as a raw system call (poller.wait): to the runtime the loop is
+// running, so its sysmon neither takes the thread's P away during the
+// wait (a hand-over through futexes each time, and sysmon back to
+// waking every 20 µs) nor parks and wakes threads for it. The loop
+// yields every yieldEvery instead, which lets the other goroutines on
+// its P run and keeps sysmon from preempting it with a signal; a
+// signal (the collector stopping the world) ends a wait at once. After
+// parkAfter with nothing to do it parks on Go's netpoller until an
 // event or its next deadline: a parked goroutine holds neither thread
 // nor P, so an idle server costs no CPU and sysmon sleeps. Parking for
 // every short gap instead would wake sysmon from that sleep each time.
@@ -179,12 +187,12 @@ func (l *loop) run() {
 	l.now = time.Now().UnixNano()
 	lastYield, lastEvent := l.now, l.now
 	for !(l.draining && l.nconn == 0) {
-		if l.now-lastYield > int64(yieldEvery) {
+		if l.handedOff || l.now-lastYield > int64(yieldEvery) {
 			// A goroutine that never yields looks stuck to the
 			// runtime's sysmon (system calls do not count), which then
 			// preempts it with a signal every 10 ms.
 			runtime.Gosched()
-			lastYield = l.now
+			lastYield, l.handedOff = l.now, false
 		}
 		var n int
 		var err error
@@ -227,7 +235,8 @@ func (l *loop) run() {
 }
 
 // activeWait is the longest a loop waits in epoll_wait at a time (ms):
-// below the 10 ms after which sysmon takes a P from a system call.
+// with yieldEvery, a loop yields at least every 10 ms, before sysmon
+// would preempt it.
 const activeWait = 9
 
 // parkAfter is how long a loop with nothing to do keeps waiting in
@@ -356,7 +365,7 @@ var errWriteTimeout = errors.New("loop: write timeout")
 // for its busy connections, not a burst's worth held for ever.
 const maxFreeBuffers = 128
 
-// yieldEvery is how often a busy loop yields its P.
+// yieldEvery is how often a loop that has not parked yields its P.
 const yieldEvery = 5 * time.Millisecond
 
 // accept takes the pending connections (a bounded batch per wake-up:

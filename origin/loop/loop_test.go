@@ -11,6 +11,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -383,5 +385,65 @@ func TestAdopt(t *testing.T) {
 	r.SetDeadline(time.Now().Add(5 * time.Second))
 	if n, err := r.Read(make([]byte, 1)); n != 0 || err != io.EOF {
 		t.Errorf("after a refused Adopt the pipe reads %d, %v: want EOF (its writer closed)", n, err)
+	}
+}
+
+// TestLoopsHoldingEveryP: with as many loops as Ps, each waiting in
+// epoll_wait without giving its P up, the collector still stops the
+// world (its signals end the waits, which the loops take in their
+// stride) and a Handler's own goroutine still runs: every answer arrives,
+// whole and in order, while the collector runs over and over.
+func TestLoopsHoldingEveryP(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	h := &lineHandler{}
+	addr, _ := startLoop(t, h, func(c *loop.Config) { c.Loops = 2 })
+	stop := make(chan struct{})
+	gcDone := make(chan int)
+	go func() {
+		n := 0
+		defer func() { gcDone <- n }()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			runtime.GC()
+			n++
+		}
+	}()
+	var wg sync.WaitGroup
+	for k := range 2 {
+		wg.Go(func() {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			br := bufio.NewReader(c)
+			for i := range 100 {
+				req, want := fmt.Sprintf("mem %d\n", 1+i%5), strings.Repeat("m", 1+i%5)
+				if i%10 == k {
+					req, want = "park\n", "parked\n"
+				}
+				c.SetDeadline(time.Now().Add(10 * time.Second))
+				if _, err := io.WriteString(c, req); err != nil {
+					t.Errorf("conn %d request %d: %v", k, i, err)
+					return
+				}
+				got := make([]byte, len(want))
+				if _, err := io.ReadFull(br, got); err != nil || string(got) != want {
+					t.Errorf("conn %d request %d %q: got %q, %v", k, i, req, got, err)
+					return
+				}
+				time.Sleep(time.Millisecond) // the loops wait between requests
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	if n := <-gcDone; n == 0 {
+		t.Error("no collection completed while the loops served")
 	}
 }

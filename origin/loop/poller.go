@@ -4,6 +4,7 @@ package loop
 
 import (
 	"fmt"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -22,7 +23,10 @@ type poller interface {
 	mod(fd int, ev uint32) error
 	del(fd int) error
 	// wait fills events with what is ready, waiting up to ms
-	// milliseconds (-1: until something is, 0: not at all).
+	// milliseconds (-1: until something is, 0: not at all). A wait of
+	// 0 to activeWait ms keeps the thread's P, as if the loop were
+	// running (the loop yields between such waits); a longer one is a
+	// blocking system call the runtime may take the P from.
 	wait(events []unix.EpollEvent, ms int) (int, error)
 	// fd is readable while events are ready: a parked loop waits for it
 	// on Go's netpoller.
@@ -62,7 +66,18 @@ func (p *epoll) ctl(op, fd int, ev uint32) error {
 }
 
 func (p *epoll) wait(events []unix.EpollEvent, ms int) (int, error) {
-	return unix.EpollWait(p.epfd, events, ms)
+	if ms < 0 || ms > activeWait {
+		return unix.EpollWait(p.epfd, events, ms)
+	}
+	// A raw system call: the runtime does not see it, so its sysmon
+	// never takes the P away (and hands it back through futexes) nor
+	// keeps waking every 20 µs after doing so. A signal (preemption, a
+	// stop for the collector) ends the wait with EINTR.
+	r, _, e := unix.RawSyscall6(unix.SYS_EPOLL_PWAIT, uintptr(p.epfd), uintptr(unsafe.Pointer(unsafe.SliceData(events))), uintptr(len(events)), uintptr(ms), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
 }
 
 func (p *epoll) fd() int      { return p.epfd }
