@@ -334,7 +334,9 @@ func (lw *liveWaits) add(name string, w liveWaiter, gen uint64, deadline time.Ti
 		l.timer.Reset(time.Until(deadline))
 	}
 	l.waiters = append(l.waiters, liveEntry{w: w, deadline: deadline, kind: kind})
-	lw.st.Held[kind].Add(1)
+	if kind < numLiveKinds {
+		lw.st.Held[kind].Add(1)
+	}
 	return true
 }
 
@@ -381,7 +383,9 @@ func (lw *liveWaits) unlistLocked(name string, l *liveList) {
 // connection.
 func (lw *liveWaits) wake(l *liveList, expired bool) {
 	for _, e := range l.waiters {
-		lw.st.Held[e.kind].Add(-1)
+		if e.kind < numLiveKinds {
+			lw.st.Held[e.kind].Add(-1)
+		}
 		e.w.wakeLive(expired)
 	}
 }
