@@ -111,6 +111,17 @@ func (lw *liveWaits) dirLimit(dir string) int64 {
 	return 0
 }
 
+// growOnly reports whether every waiter of l is a stream of a growing
+// file, which opens nothing when woken.
+func (l *liveList) growOnly() bool {
+	for _, e := range l.waiters {
+		if e.kind != liveGrow {
+			return false
+		}
+	}
+	return true
+}
+
 // isDraining reports whether the server drains.
 func (lw *liveWaits) isDraining() bool {
 	lw.mu.Lock()

@@ -351,6 +351,9 @@ func (lw *liveWaits) changed(name string) {
 	l := lw.lists[name]
 	if l != nil {
 		lw.unlistLocked(name, l)
+	}
+	opens := l != nil && !l.growOnly() // streams look at the file themselves (grow.go)
+	if opens {
 		lw.wakers.Add(1)
 	}
 	hinted := lw.takeHintsLocked(name)
@@ -358,7 +361,10 @@ func (lw *liveWaits) changed(name string) {
 	for _, h := range hinted {
 		lw.wake(h, false)
 	}
-	if l == nil {
+	if !opens {
+		if l != nil {
+			lw.wake(l, false)
+		}
 		return
 	}
 	go func() {
