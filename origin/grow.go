@@ -28,7 +28,10 @@ import (
 // three target durations of the directory's playlist, or the server
 // drains, the stream ends without its last chunk (the connection
 // closes), so the client sees an incomplete response. HEAD, a Range,
-// HTTP/1.0 and VOD directories keep the publishing rule's answer.
+// HTTP/1.0 and VOD directories keep the publishing rule's answer. A
+// request held for a part a playlist hints at (live_hint.go) stays held
+// until the part is whole: that answer, unlike a stream, a cache may
+// keep.
 
 // growPoll is how often a parked stream looks for new bytes and its
 // writer's close when no watcher event comes.
