@@ -112,17 +112,21 @@ func TestGrowStreamed(t *testing.T) {
 		first := startStream(t, ts.httpClient(), ts, target)
 		readNext(t, first, want[:growChunk], "first client")
 		var late *http.Response
+		var slowest time.Duration
 		for i := 1; i < growChunks; i++ {
 			time.Sleep(50 * time.Millisecond) // the packager's pace
 			chunk := want[i*growChunk : (i+1)*growChunk]
+			written := time.Now()
 			if _, err := f.Write(chunk); err != nil {
 				t.Fatal(err)
 			}
 			readNext(t, first, chunk, "first client")
+			slowest = max(slowest, time.Since(written))
 			if i == 3 {
 				late = startStream(t, ts.httpClient(), ts, target)
 			}
 		}
+		t.Logf("each chunk read at most %v after its write", slowest)
 		if err := f.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -226,5 +230,29 @@ func TestGrowTodaysAnswers(t *testing.T) {
 		if st := ts.srv.Stats().Grow; st != (origin.GrowStats{}) {
 			t.Errorf("counters %+v, want no stream", st)
 		}
+	})
+}
+
+// TestGrowClientLeaves: a client that closes its connection while its
+// stream waits for the next bytes ends the stream (counted aborted), and
+// the server goes on serving.
+func TestGrowClientLeaves(t *testing.T) {
+	loopAndTLS(t, &tlsModes[1], func(t *testing.T, mode serverMode) {
+		ts, p := liveDir(t, mode)
+		target, f, want := growingPart(t, p)
+		c := ts.dial()
+		c.write("GET", target)
+		testwait.For(t, 5*time.Second, "the stream parked", func() bool {
+			return ts.srv.Stats().Grow.Streaming == 1 && origin.LiveWaiters(ts.srv) == 1
+		})
+		c.conn.Close()
+		if _, err := f.Write(want[growChunk : 2*growChunk]); err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, 5*time.Second, "the stream counted", func() bool {
+			st := ts.srv.Stats().Grow
+			return st.Aborted == 1 && st.Streaming == 0
+		})
+		mustStatus(t, ts.get("/live/live.m3u8"), 200, "playlist after")
 	})
 }
