@@ -142,6 +142,7 @@ type h1Req struct {
 	counted bool  // the response was counted by handleParseError: no finish
 	first   bool  // no file window sent yet (beforeBody made the first one resident)
 	loaded  int64 // offset of the window a cold reader just read: sent as it is (-1: none)
+	grow    growStream
 
 	done     func(int64, error)
 	ready    func(*wire.Part, int64, int64) (int64, bool)
@@ -551,6 +552,10 @@ func (ls *h1Server) render(r *h1Req) {
 		c.Send(resp)
 		return
 	}
+	if p.grow {
+		r.startGrowing() // a file streamed as it grows (grow_linux.go)
+		return
+	}
 	hdr.SetContentLength(int(p.total))
 	r.head = hdr.AppendBytes(r.head[:0])
 	r.hdrLen = len(r.head)
@@ -665,7 +670,9 @@ func (r *h1Req) finished(sent int64, err error) {
 	if !r.counted {
 		s.rec.finish(&r.ctx, r.p.kind, body, r.via)
 	}
-	r.ls.putReq(r)
+	if r.endGrowing() {
+		r.ls.putReq(r)
+	}
 }
 
 func (ls *h1Server) getReq(c h1Conn) *h1Req {

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -74,6 +75,11 @@ type plan struct {
 	inProgressSize int64
 
 	live liveState // Low-Latency HLS delivery directives (live.go)
+
+	// grow: h is still being written in a live directory and is streamed
+	// as it grows, for as long as it grows within growStall (grow.go).
+	grow      bool
+	growStall time.Duration
 
 	spanBuf [4]ranges.Span
 }

@@ -334,7 +334,9 @@ func (lw *liveWaits) add(name string, w liveWaiter, gen uint64, deadline time.Ti
 		l.timer.Reset(time.Until(deadline))
 	}
 	l.waiters = append(l.waiters, liveEntry{w: w, deadline: deadline, kind: kind})
-	lw.st.Held[kind].Add(1)
+	if kind < numLiveKinds {
+		lw.st.Held[kind].Add(1)
+	}
 	return true
 }
 
@@ -349,6 +351,9 @@ func (lw *liveWaits) changed(name string) {
 	l := lw.lists[name]
 	if l != nil {
 		lw.unlistLocked(name, l)
+	}
+	opens := l != nil && !l.growOnly() // streams look at the file themselves (grow.go)
+	if opens {
 		lw.wakers.Add(1)
 	}
 	hinted := lw.takeHintsLocked(name)
@@ -356,7 +361,10 @@ func (lw *liveWaits) changed(name string) {
 	for _, h := range hinted {
 		lw.wake(h, false)
 	}
-	if l == nil {
+	if !opens {
+		if l != nil {
+			lw.wake(l, false)
+		}
 		return
 	}
 	go func() {
@@ -381,7 +389,9 @@ func (lw *liveWaits) unlistLocked(name string, l *liveList) {
 // connection.
 func (lw *liveWaits) wake(l *liveList, expired bool) {
 	for _, e := range l.waiters {
-		lw.st.Held[e.kind].Add(-1)
+		if e.kind < numLiveKinds {
+			lw.st.Held[e.kind].Add(-1)
+		}
 		e.w.wakeLive(expired)
 	}
 }

@@ -53,6 +53,9 @@ const (
 	liveReload liveKind = iota // a playlist that lists a segment or part (blocking reload)
 	liveHint                   // a hinted part or segment to be written
 	numLiveKinds
+	// liveGrow: a stream of a growing file waiting for its next bytes
+	// (grow.go), counted by GrowCounters rather than LiveCounters.
+	liveGrow = numLiveKinds
 )
 
 func (k liveKind) String() string { return [...]string{"reload", "hint"}[k] }

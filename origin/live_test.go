@@ -203,21 +203,8 @@ func TestLiveDrainWakesWaiters(t *testing.T) {
 		t.Run(string(engine), func(t *testing.T) {
 			root := t.TempDir()
 			p := startPackager(t, root, llpack.Config{TargetDuration: 10, Parts: 4}, 5)
-			cfg := origin.DefaultConfig()
-			cfg.Root, cfg.Settle, cfg.Engine = root, 0, engine
-			srv, err := origin.New(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { srv.Close() })
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- srv.Run(ctx, 20*time.Second, ln) }() // ends with cancel, awaited below
-			ts := &testServer{t: t, srv: srv, addr: ln.Addr().String(), root: root}
+			ts, cancel, done := runDraining(t, root, engine, 0)
+			srv := ts.srv
 			c := ts.dial()
 			c.write("GET", blockingTarget(p))
 			testwait.For(t, 5*time.Second, "the request parked", func() bool { return origin.LiveWaiters(srv) == 1 })
@@ -243,6 +230,28 @@ func TestLiveDrainWakesWaiters(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runDraining runs a server over root on engine with -settle settle until
+// cancel, which drains it; done gives Run's error.
+func runDraining(t *testing.T, root string, engine origin.Engine, settle time.Duration) (ts *testServer, cancel func(), done <-chan error) {
+	t.Helper()
+	cfg := origin.DefaultConfig()
+	cfg.Root, cfg.Settle, cfg.Engine = root, settle, engine
+	srv, err := origin.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(ctx, 20*time.Second, ln) }() // ends with cancel, awaited by the test
+	return &testServer{t: t, srv: srv, addr: ln.Addr().String(), root: root}, cancel, ran
 }
 
 // TestLiveParkedMemory measures what a parked blocking reload costs the

@@ -101,6 +101,7 @@ func (s *Server) Metrics() ([]*Metric, []Series) {
 	loopMetrics(t, &st.Loop)
 	cacheMetrics(t, s.CacheStats())
 	liveMetrics(t, &st.Live)
+	growMetrics(t, &st.Grow)
 	t.off = s.cold == nil
 	coldMetrics(t, &st.Cold, s.ColdPoolStats())
 	t.off = s.ra == nil

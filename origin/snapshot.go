@@ -27,6 +27,7 @@ type (
 	LoopStats      = loop.Counters[int64]
 	ContentStats   = ContentCounters[int64]
 	CMCDStats      = CMCDCounters[int64]
+	GrowStats      = GrowCounters[int64]
 )
 
 // Stats returns a snapshot of the server's counters; call it again to see

@@ -57,6 +57,7 @@ type Counters[C any] struct {
 	Loop      loop.Counters[C]     // zero where no event loop serves
 	Content   ContentCounters[C]   // zero unless -etag content
 	Live      LiveCounters[C]      // requests held for a playlist or a hinted part (live_hint.go)
+	Grow      GrowCounters[C]      // files in live directories streamed as they grow (grow.go)
 }
 
 // counters are the server's live counters.

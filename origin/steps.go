@@ -183,8 +183,8 @@ func (f *files) stepValidators(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // answered 503, or with -in-progress uncached its bytes go out with
 // no-store.
 func (f *files) stepPublish(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	if !f.pub.writing(p.h, p.changed, p.opened, p.live.hint) {
-		return stepNext
+	if !f.pub.writing(p.h, p.changed, p.opened, p.live.hint) || f.streamGrowing(ctx, p) {
+		return stepNext // published, or streamed as it grows (grow.go)
 	}
 	if res := f.holdHinted(ctx, p); res != stepNext {
 		return f.pub.held(p.h, res) // a part a live playlist hints at (live_hint.go)

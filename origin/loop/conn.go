@@ -183,6 +183,7 @@ func (c *Conn) flush() {
 		r.Cursor.Started, r.Cursor.Began = true, l.now
 		l.writing.push(c, l.now)
 	}
+parts:
 	for r.Cursor.Part < len(r.Parts) {
 		p := &r.Parts[r.Cursor.Part]
 		var n int64
@@ -220,6 +221,13 @@ func (c *Conn) flush() {
 			c.waitWritable(true)
 			return
 		}
+	}
+	switch more, ok := r.Next(); {
+	case !ok:
+		c.waitWritable(false) // More will Resume
+		return
+	case more:
+		goto parts
 	}
 	c.finish(r)
 }

@@ -47,7 +47,9 @@
 // responses. It never blocks a loop thread on storage: before each
 // sendfile window it asks the response's Ready hook, which may answer
 // "not yet" and Resume the connection from another goroutine once the
-// pages are in memory. It never reads a connection while a response is
+// pages are in memory; once a response's parts are sent it asks its More
+// hook (a body whose length is not known yet) for the next, which may
+// answer "not yet" the same way. It never reads a connection while a response is
 // in flight (pipelined requests wait in the buffer, answered in order).
 //
 // # Ownership

@@ -12,7 +12,8 @@
 //     shrank ends the connection (wire.ErrTruncated), never a short body on
 //     a kept connection.
 //   - Park and Post (an answer made on another goroutine), the Ready gate
-//     before each window of a file span, the lingering close after a
+//     before each window of a file span, the More hook after the last
+//     part (a body whose length is not known yet), the lingering close after a
 //     refusal (write side shut, then read and drop for up to 5 s), and the
 //     drain.
 //   - Pacing a response with a rate (wire.Response.Rate, -limit-rate): the

@@ -24,8 +24,27 @@ type sender struct {
 	iov           [][]byte
 }
 
-// send writes r's parts in order.
+// send writes r's parts in order, and those More gives after them.
 func (o *sender) send(r *wire.Response) error {
+	for {
+		if err := o.sendParts(r); err != nil {
+			return err
+		}
+		more, ok := r.Next()
+		for !ok {
+			if !o.wait() {
+				return net.ErrClosed
+			}
+			more, ok = r.Next()
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// sendParts writes r's parts in order.
+func (o *sender) sendParts(r *wire.Response) error {
 	plain, _ := o.nc.(*conn.TCP)
 	sock := plain
 	if sock == nil {

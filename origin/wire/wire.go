@@ -13,6 +13,13 @@ type Response struct {
 	// may be sent now without waiting for storage. ok false means "not
 	// yet": the layer resumes the connection once it may be asked again.
 	Ready func(p *Part, off, n int64) (send int64, ok bool)
+	// More, when set, is asked once every part is sent, for a response
+	// whose length is not known when it starts (a file still being
+	// written, sent chunked): more true, it has replaced Parts with the
+	// next ones, sent next; more false, the response is complete. ok
+	// false means "not yet", as Ready's: the layer resumes the connection
+	// once it may be asked again. Ask it through Next.
+	More func(r *Response) (more, ok bool)
 	// NoSendfile sends file spans by pread and write (-disable-sendfile).
 	NoSendfile bool
 	// Rate, when more than 0, paces the response to Rate bytes a second
@@ -42,6 +49,18 @@ type Cursor struct {
 	Sent       int64 // bytes sent in all
 	Started    bool  // the write timeout runs
 	Began      int64 // when sending began (Unix ns): where pacing counts from
+}
+
+// Next asks More, if set, for the parts after those sent (see More), and
+// puts the cursor at the first of them.
+func (r *Response) Next() (more, ok bool) {
+	if r.More == nil {
+		return false, true
+	}
+	if more, ok = r.More(r); more {
+		r.Cursor.Part, r.Cursor.Off, r.Cursor.ReadyUntil = 0, 0, 0
+	}
+	return more, ok
 }
 
 // Part is a span of memory (Mem) or, when Mem is nil, Len bytes of the
