@@ -527,29 +527,7 @@ func (ls *h1Server) render(r *h1Req) {
 	pol := s.pol.of(ctx)
 	resp.Rate, resp.RateAfter = pol.rate, pol.rateAfter // nginx's limit_rate, limit_rate_after
 	if p.h == nil {
-		body := ctx.Response.Body()
-		code := ctx.Response.StatusCode()
-		send := !ctx.IsHead() && code >= 200 && code != fasthttp.StatusNoContent && code != fasthttp.StatusNotModified
-		if send || len(body) > 0 {
-			hdr.SetContentLength(len(body))
-		}
-		r.head = hdr.AppendBytes(r.head[:0])
-		r.hdrLen = len(r.head)
-		logged := 0
-		if send {
-			r.head = append(r.head, body...)
-			logged = len(body)
-		}
-		resp.Parts = append(resp.Parts, wire.Part{Mem: r.head})
-		r.via = ""
-		if !r.counted {
-			// Recorded before it is sent, as the fasthttp engine records
-			// a response fasthttp writes from memory: its line is in the
-			// access log by the time the client has read it.
-			s.rec.finish(ctx, p.kind, int64(logged), "")
-			r.counted = true
-		}
-		c.Send(resp)
+		ls.renderMemory(r)
 		return
 	}
 	if p.grow {
@@ -588,6 +566,36 @@ func (ls *h1Server) render(r *h1Req) {
 	resp.NoSendfile = !sendfileOn(s)
 	r.via = "sendfile"
 	c.Send(resp)
+}
+
+// renderMemory sends an answer whose body, if any, is in ctx.Response:
+// the header and body in one part.
+func (ls *h1Server) renderMemory(r *h1Req) {
+	ctx, resp := &r.ctx, &r.resp
+	hdr := &ctx.Response.Header
+	body := ctx.Response.Body()
+	code := ctx.Response.StatusCode()
+	send := !ctx.IsHead() && code >= 200 && code != fasthttp.StatusNoContent && code != fasthttp.StatusNotModified
+	if send || len(body) > 0 {
+		hdr.SetContentLength(len(body))
+	}
+	r.head = hdr.AppendBytes(r.head[:0])
+	r.hdrLen = len(r.head)
+	logged := 0
+	if send {
+		r.head = append(r.head, body...)
+		logged = len(body)
+	}
+	resp.Parts = append(resp.Parts, wire.Part{Mem: r.head})
+	r.via = ""
+	if !r.counted {
+		// Recorded before it is sent, as the fasthttp engine records
+		// a response fasthttp writes from memory: its line is in the
+		// access log by the time the client has read it.
+		ls.s.rec.finish(ctx, r.p.kind, int64(logged), "")
+		r.counted = true
+	}
+	r.c.Send(resp)
 }
 
 // readyWindow is the cold path's check before each sendfile window: the
