@@ -254,7 +254,10 @@ func TestConnectionLimits(t *testing.T) {
 	ts := startServer(t, "", func(c *origin.Config) {
 		c.MaxConnsPerIP = 50
 		c.MaxConns = 120
-		c.ReadTimeout = time.Second
+		// Long enough that no flood connection times out (freeing its
+		// place for one the count expects refused) before the 200 dials
+		// are made, on a loaded machine too.
+		c.ReadTimeout = 5 * time.Second
 	})
 	writeFile(t, ts.root, "a.txt", "AAAA")
 	flooder := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}
@@ -280,7 +283,7 @@ func TestConnectionLimits(t *testing.T) {
 	if n := ts.srv.Stats().ConnsOpen; n > 120 {
 		t.Errorf("%d connections open, over max-conns 120", n)
 	}
-	waitFor(t, 10*time.Second, "the idle flood ended by the read timeout", func() bool { return ts.srv.Stats().ConnsOpen == 0 })
+	waitFor(t, 30*time.Second, "the idle flood ended by the read timeout", func() bool { return ts.srv.Stats().ConnsOpen == 0 })
 	mustBody(t, ts.get("/a.txt"), []byte("AAAA"), "normal client after the flood")
 	if n := ts.srv.Stats().ClientLimited; n != 0 {
 		t.Errorf("ClientLimited = %d: idle connections counted as requests", n)
