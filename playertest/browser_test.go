@@ -40,6 +40,8 @@ type playerCase struct {
 
 	stream stream
 	token  string // the query token Src carries ("" for none): every media URL must carry it
+	root   string // the tree the server serves ("" for mediaRoot), to judge bodies against
+	signed bool   // Src's credential is for the manifest alone: the origin signs each URI in it
 }
 
 // driverOutput is what driver.mjs prints.
@@ -95,8 +97,11 @@ const querySeek = 4
 // with dash.js and Shaka Player in headless Chromium, from a page on another
 // origin, plainly, through a path token and through a query token (seeking
 // too; the playlists rewritten to carry it); and checks that a player
-// without a token is refused with a 401 it can read. Every request the page
-// made to segorigin is checked against the file on disk.
+// without a token is refused with a 401 it can read; and plays the titles
+// signed for the manifest alone (signedPlayerCases: AES-128 HLS, DASH
+// SegmentTemplate and SegmentBase under secure_link and a query token).
+// Every request the page made to segorigin is checked against the file on
+// disk.
 func TestBrowserPlayers(t *testing.T) {
 	testreq.Slow(t, "plays every stream in Chromium with hls.js, dash.js and Shaka")
 	requireBrowser(t)
@@ -137,6 +142,10 @@ func TestBrowserPlayers(t *testing.T) {
 		cases = append(cases, playerCase{Name: "notoken-" + playerLabel[pc.player] + "-" + s.name,
 			Player: pc.player, Src: auth.url(auth.base, s.manifest), ExpectFail: true, stream: s})
 	}
+
+	// Signed for the manifest alone (secure_link, a query token): the
+	// origin signs every URI in it, templates and keys included.
+	cases = append(cases, signedPlayerCases(t)...)
 
 	out := runDriver(t, cases)
 	t.Logf("Chromium %s; page origin %s", out.BrowserVersion, out.PageOrigin)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,8 +50,11 @@ func checkRequests(t *testing.T, c playerCase, r playerResult, pageOrigin string
 		if err := checkQueryToken(q, c.token); err != nil {
 			t.Error(err)
 		}
-		check := checkAgainstDisk
-		if c.token != "" && isManifest(q.URL) {
+		check := func(q mediaRequest) error { return checkAgainstDisk(q, c.root) }
+		switch {
+		case c.signed && isManifest(q.URL):
+			check = func(q mediaRequest) error { return checkSigned(q, c.root) }
+		case c.token != "" && isManifest(q.URL):
 			check = func(q mediaRequest) error { return checkRewritten(q, c.token) }
 		}
 		if err := check(q); err != nil {
@@ -66,23 +70,25 @@ func checkRequests(t *testing.T, c playerCase, r playerResult, pageOrigin string
 	return ranged
 }
 
-// fileOf returns the URL of q and the file on disk it names.
-func fileOf(q mediaRequest) (*url.URL, []byte, error) {
+// fileOf returns the file on disk that q names under root ("" for
+// mediaRoot), and its bytes.
+func fileOf(q mediaRequest, root string) (string, []byte, error) {
 	u, err := url.Parse(q.URL)
 	if err != nil {
-		return nil, nil, err
+		return "", nil, err
 	}
-	data, err := os.ReadFile(diskPath(u.Path))
+	file := diskPathIn(root, u.Path)
+	data, err := os.ReadFile(file)
 	if err != nil {
-		return nil, nil, fmt.Errorf("GET %s: file on disk: %v", q.URL, err)
+		return "", nil, fmt.Errorf("GET %s: file on disk: %v", q.URL, err)
 	}
-	return u, data, nil
+	return file, data, nil
 }
 
 // checkAgainstDisk checks one GET's status, Content-Range and body against
-// the file it names.
-func checkAgainstDisk(q mediaRequest) error {
-	u, data, err := fileOf(q)
+// the file it names under root ("" for mediaRoot).
+func checkAgainstDisk(q mediaRequest, root string) error {
+	file, data, err := fileOf(q, root)
 	if err != nil {
 		return err
 	}
@@ -119,7 +125,7 @@ func checkAgainstDisk(q mediaRequest) error {
 	}
 	sum := sha256.Sum256(data[first : last+1])
 	if q.BodyLength != last-first+1 || q.SHA256 != hex.EncodeToString(sum[:]) {
-		return fmt.Errorf("GET %s Range %q: body of %d bytes is not bytes %d-%d of %s", q.URL, q.Range, q.BodyLength, first, last, diskPath(u.Path))
+		return fmt.Errorf("GET %s Range %q: body of %d bytes is not bytes %d-%d of %s", q.URL, q.Range, q.BodyLength, first, last, file)
 	}
 	return nil
 }
@@ -151,7 +157,7 @@ func checkQueryToken(q mediaRequest, tok string) error {
 // without the inserted "?token=T", "&token=T" and "&amp;token=T" it is the
 // file on disk.
 func checkRewritten(q mediaRequest, tok string) error {
-	u, data, err := fileOf(q)
+	file, data, err := fileOf(q, "")
 	if err != nil {
 		return err
 	}
@@ -166,7 +172,34 @@ func checkRewritten(q mediaRequest, tok string) error {
 		back = strings.ReplaceAll(back, s, "")
 	}
 	if back != string(data) {
-		return fmt.Errorf("GET %s: without the token the body is not %s:\n%s", q.URL, diskPath(u.Path), q.Text)
+		return fmt.Errorf("GET %s: without the token the body is not %s:\n%s", q.URL, file, q.Text)
+	}
+	return nil
+}
+
+// queryPartRE matches the query part of each URI in a playlist or
+// manifest (up to a quote, blank or tag end): what a signing rewrite adds.
+var queryPartRE = regexp.MustCompile(`\?[^"\s<>]*`)
+
+// checkSigned checks a playlist or manifest answered to a credential
+// signed for it alone (secure_link, an exact-path query token): 200 with
+// its Content-Length, credentials written into it, and nothing else
+// changed: with every query part removed from both, it is the file on
+// disk under root. Whether each credential opens its URI, the requests
+// for those URIs show.
+func checkSigned(q mediaRequest, root string) error {
+	file, data, err := fileOf(q, root)
+	if err != nil {
+		return err
+	}
+	if q.Status != 200 || q.ContentLength != strconv.Itoa(len(q.Text)) {
+		return fmt.Errorf("GET %s = %d, Content-Length %q for a body of %d bytes; want 200 and its length", q.URL, q.Status, q.ContentLength, len(q.Text))
+	}
+	if q.Text == string(data) {
+		return fmt.Errorf("GET %s: served as %s, with no credential written into it", q.URL, file)
+	}
+	if queryPartRE.ReplaceAllString(q.Text, "") != queryPartRE.ReplaceAllString(string(data), "") {
+		return fmt.Errorf("GET %s: without its query parts the body is not %s:\n%s", q.URL, file, q.Text)
 	}
 	return nil
 }
@@ -248,29 +281,59 @@ func TestCheckRewritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	rewritten := strings.ReplaceAll(string(data), ".ts\n", ".ts?token="+tok+"\n")
-	req := func(status int, body string) mediaRequest {
-		return mediaRequest{URL: "http://127.0.0.1:1" + p + "?token=x", Method: "GET", Status: status,
-			ContentLength: strconv.Itoa(len(body)), Text: body}
-	}
-	for _, tt := range []struct {
-		name string
-		q    mediaRequest
-		ok   bool
-	}{
-		{"rewritten", req(200, rewritten), true},
-		{"served as the file", req(200, string(data)), false},
-		{"another change", req(200, strings.Replace(rewritten, "#EXTINF", "#EXTINF ", 1)), false},
-		{"error status", req(403, rewritten), false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := checkRewritten(tt.q, tok); (err == nil) != tt.ok {
-				t.Errorf("checkRewritten(%s) = %v, want ok=%v", tt.name, err, tt.ok)
-			}
-		})
-	}
+	u := "http://127.0.0.1:1" + p + "?token=x"
+	runJudge(t, "checkRewritten", func(q mediaRequest) error { return checkRewritten(q, tok) }, []judgeCase{
+		{"rewritten", manifestReply(u, 200, rewritten), true},
+		{"served as the file", manifestReply(u, 200, string(data)), false},
+		{"another change", manifestReply(u, 200, strings.Replace(rewritten, "#EXTINF", "#EXTINF ", 1)), false},
+		{"error status", manifestReply(u, 403, rewritten), false},
+	})
 	if err := checkQueryToken(mediaRequest{URL: "http://127.0.0.1:1/hls/ts/180p/seg0.ts"}, tok); err == nil {
 		t.Error("checkQueryToken of a URL without the token = nil, want an error")
 	}
+}
+
+// TestCheckSigned proves the judge of manifests signed per URI rejects
+// one served as the file, or changed beyond its URIs' query parts.
+func TestCheckSigned(t *testing.T) {
+	const p = "/dash/ondemand/manifest.mpd"
+	data, err := os.ReadFile(diskPath(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := strings.ReplaceAll(string(data), ".mp4</BaseURL>", ".mp4?md5=AbC-_9&amp;expires=1796348318</BaseURL>")
+	u := "http://127.0.0.1:1" + p + "?md5=x&expires=1"
+	runJudge(t, "checkSigned", func(q mediaRequest) error { return checkSigned(q, "") }, []judgeCase{
+		{"signed", manifestReply(u, 200, signed), true},
+		{"served as the file", manifestReply(u, 200, string(data)), false},
+		{"another change", manifestReply(u, 200, strings.Replace(signed, `indexRange="760-847"`, `indexRange="760-848"`, 1)), false},
+		{"a URI changed", manifestReply(u, 200, strings.Replace(signed, "180p.mp4?", "270p.mp4?", 1)), false},
+		{"error status", manifestReply(u, 403, signed), false},
+	})
+}
+
+// judgeCase is one reply a judge must accept (ok) or reject.
+type judgeCase struct {
+	name string
+	q    mediaRequest
+	ok   bool
+}
+
+// runJudge runs judge, named name, over cases.
+func runJudge(t *testing.T, name string, judge func(mediaRequest) error, cases []judgeCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := judge(tt.q); (err == nil) != tt.ok {
+				t.Errorf("%s(%s) = %v, want ok=%v", name, tt.name, err, tt.ok)
+			}
+		})
+	}
+}
+
+// manifestReply is a GET of the manifest u answered with status and body.
+func manifestReply(u string, status int, body string) mediaRequest {
+	return mediaRequest{URL: u, Method: "GET", Status: status, ContentLength: strconv.Itoa(len(body)), Text: body}
 }
 
 // TestCheckAgainstDisk proves the judge rejects what a broken origin would
@@ -309,7 +372,7 @@ func TestCheckAgainstDisk(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := checkAgainstDisk(tt.q)
+			err := checkAgainstDisk(tt.q, "")
 			if (err == nil) != tt.ok {
 				t.Errorf("checkAgainstDisk(%+v) = %v, want ok=%v", tt.q, err, tt.ok)
 			}

@@ -212,16 +212,22 @@ func writeKeyFile(t *testing.T) string {
 	return f
 }
 
-// diskPath maps a media URL path (with or without /t/<token>) to its file,
-// as an absolute path: ffmpeg 5.1's DASH demuxer cannot resolve the MPD's
-// relative URLs against a path that starts with "..".
-func diskPath(urlPath string) string {
+// diskPath maps a media URL path (with or without /t/<token>) to its file
+// under mediaRoot, as an absolute path: ffmpeg 5.1's DASH demuxer cannot
+// resolve the MPD's relative URLs against a path that starts with "..".
+func diskPath(urlPath string) string { return diskPathIn(mediaRoot, urlPath) }
+
+// diskPathIn is diskPath under root ("" for mediaRoot).
+func diskPathIn(root, urlPath string) string {
+	if root == "" {
+		root = mediaRoot
+	}
 	if rest, ok := strings.CutPrefix(urlPath, "/t/"); ok {
 		if i := strings.IndexByte(rest, '/'); i >= 0 {
 			urlPath = rest[i:]
 		}
 	}
-	p, err := filepath.Abs(filepath.Join(mediaRoot, filepath.FromSlash(urlPath)))
+	p, err := filepath.Abs(filepath.Join(root, filepath.FromSlash(urlPath)))
 	if err != nil {
 		panic(err) // only when the working directory is gone
 	}

@@ -13,25 +13,37 @@ import (
 	"segorigin/origin/token"
 )
 
-// aesTitle writes, under root, the fixtures' DASH SegmentTemplate
-// presentation (/dash/template/) and an AES-128 HLS presentation made
+// signedStreams are the presentations a manifest-only credential must
+// open in full (aesTitle writes them): a DASH SegmentTemplate, a DASH
+// SegmentBase (BaseURL per representation) and AES-128 HLS.
+var signedStreams = []stream{
+	{name: "dash-template", manifest: "/dash/template/manifest.mpd", dash: true},
+	{name: "dash-ondemand", manifest: "/dash/ondemand/manifest.mpd", dash: true, rangeOnly: true},
+	{name: "hls-aes", manifest: "/aes/hls/index.m3u8"},
+}
+
+// aesTitle writes, under root, the fixtures' DASH SegmentTemplate and
+// SegmentBase presentations (/dash/template/, /dash/ondemand/) and an
+// AES-128 HLS presentation made
 // from the 180p TS rendition (/aes/hls/index.m3u8), whose key lies above
 // the playlist's directory (URI="../enc.key", /aes/enc.key), as
 // packagers that share one key between renditions write it.
 func aesTitle(t *testing.T, root string) {
 	t.Helper()
-	dash := filepath.Join(root, "dash", "template")
-	if err := os.MkdirAll(dash, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	files, _ := filepath.Glob(filepath.Join(mediaRoot, "dash", "template", "*"))
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
+	for _, d := range []string{"template", "ondemand"} {
+		dash := filepath.Join(root, "dash", d)
+		if err := os.MkdirAll(dash, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dash, filepath.Base(f)), b, 0o644); err != nil {
-			t.Fatal(err)
+		files, _ := filepath.Glob(filepath.Join(mediaRoot, "dash", d, "*"))
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dash, filepath.Base(f)), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	hls := filepath.Join(root, "aes", "hls")
@@ -57,15 +69,18 @@ func aesTitle(t *testing.T, root string) {
 	}
 }
 
-// TestFFmpegSignedManifests: ffmpeg plays a DASH SegmentTemplate
-// presentation and an AES-128 HLS presentation whose key is ../enc.key,
-// each from a URL signed for the manifest alone, under nginx secure_link
-// and under a query token: every chunk of the template and the key reach
-// it with a credential the origin accepts (the template's a scope
-// credential), and it decodes exactly the frames it decodes from disk.
-func TestFFmpegSignedManifests(t *testing.T) {
-	testreq.Slow(t, "ffmpeg plays two presentations under two schemes (about 10 s)")
-	requireFFmpeg(t)
+// signedCarrier is one way a CMS hands out a URL signed for the
+// manifest alone.
+type signedCarrier struct {
+	name string
+	url  func(t *testing.T, p string) string
+}
+
+// signedTitles writes signedStreams under a fresh root and starts two
+// servers on it, one under nginx secure_link and one under query tokens;
+// it returns the root and the two carriers.
+func signedTitles(t *testing.T) (string, []signedCarrier) {
+	t.Helper()
 	root := t.TempDir()
 	aesTitle(t, root)
 	secret := filepath.Join(t.TempDir(), "secret")
@@ -74,10 +89,7 @@ func TestFFmpegSignedManifests(t *testing.T) {
 	}
 	link := startServer(t, serverOptions{root: root, flags: []string{"-auth-securelink-secret-file", secret}})
 	keyed := startServer(t, serverOptions{root: root, keyFile: writeKeyFile(t)})
-	schemes := []struct {
-		name string
-		url  func(t *testing.T, p string) string
-	}{
+	return root, []signedCarrier{
 		{"secure_link", func(t *testing.T, p string) string {
 			hash, exp, err := token.SignSecureLink("s3cret", token.DefaultSecureLinkExpression, p, "127.0.0.1", time.Now().Add(30*time.Minute))
 			if err != nil {
@@ -95,13 +107,61 @@ func TestFFmpegSignedManifests(t *testing.T) {
 			return keyed.base + p + "?token=" + url.QueryEscape(strings.TrimSpace(string(out)))
 		}},
 	}
-	for _, p := range []string{"/dash/template/manifest.mpd", "/aes/hls/index.m3u8"} {
-		t.Run(strings.Split(p, "/")[1], func(t *testing.T) {
+}
+
+// signedPlayerCases are TestBrowserPlayers' plays of signedStreams under
+// each carrier: hls.js on the AES-128 title, dash.js and Shaka on the
+// template, dash.js on the SegmentBase presentation.
+func signedPlayerCases(t *testing.T) []playerCase {
+	t.Helper()
+	requireFFmpeg(t) // aesTitle packages the AES-128 title
+	root, carriers := signedTitles(t)
+	var cases []playerCase
+	for _, c := range carriers {
+		for _, s := range signedStreams {
+			players := []string{"hls"}
+			switch s.name {
+			case "dash-template":
+				players = []string{"dash", "shaka"}
+			case "dash-ondemand":
+				players = []string{"dash"}
+			}
+			for _, p := range players {
+				cases = append(cases, playerCase{Name: "signed-" + c.name + "-" + playerLabel[p] + "-" + s.name,
+					Player: p, Src: c.url(t, s.manifest), stream: s, root: root, signed: true})
+			}
+		}
+	}
+	return cases
+}
+
+// TestFFmpegSignedManifests: ffmpeg plays a DASH SegmentTemplate
+// presentation, a DASH SegmentBase one and an AES-128 HLS presentation
+// whose key is ../enc.key, each from a URL signed for the manifest alone,
+// under nginx secure_link and under a query token: every chunk of the
+// template, every representation's file and the key reach it with a
+// credential the origin accepts (the template's a scope credential), and
+// it decodes exactly the frames it decodes from disk.
+func TestFFmpegSignedManifests(t *testing.T) {
+	testreq.Slow(t, "ffmpeg plays three presentations under two schemes (about 15 s)")
+	requireFFmpeg(t)
+	root, carriers := signedTitles(t)
+	for _, s := range signedStreams {
+		t.Run(s.name, func(t *testing.T) {
 			// From disk ffmpeg opens a key file only when told to.
-			want := ffmpegDecode(t, filepath.Join(root, filepath.FromSlash(p)), "-allowed_extensions", "ALL")
-			for _, s := range schemes {
-				t.Run(s.name, func(t *testing.T) {
-					u := s.url(t, p)
+			want := ffmpegDecode(t, diskPathIn(root, s.manifest), "-allowed_extensions", "ALL")
+			for _, c := range carriers {
+				t.Run(c.name, func(t *testing.T) {
+					if s.name == "dash-ondemand" && c.name == "secure_link" {
+						// ffmpeg 5.1's DASH demuxer writes each resolved
+						// BaseURL back with libxml's xmlNodeSetContent, which
+						// reads "&expires=" as an unterminated entity
+						// reference and drops the BaseURL: it then GETs the
+						// directory (404). dash.js plays this pair in
+						// TestBrowserPlayers.
+						t.Skip("ffmpeg 5.1 drops a BaseURL with two query parameters (md5=&expires=)")
+					}
+					u := c.url(t, s.manifest)
 					sameDecode(t, u, ffmpegDecode(t, u), want)
 				})
 			}
