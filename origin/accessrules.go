@@ -37,7 +37,7 @@ type admission struct {
 }
 
 // newAdmission makes the admission of cfg, over the policies New puts
-// in force (newPolicy).
+// in force (makePolicy, New).
 func newAdmission(cfg Config, pol *policies, st *counters, resp *responder, loggable func(string) string) (*admission, error) {
 	client, err := newClientIdentity(cfg)
 	if err != nil {

@@ -280,7 +280,7 @@ func (ra *readAhead) submit(req raRequest, t predict.Entry, src raSource) {
 // permitted reports whether req could have fetched name itself, and if
 // not, why: a clean name inside the root, no hidden segment (unless
 // ServeDotfiles), and covered by the request's token or a public prefix.
-// Where a symlink leads is checked by the open (Server.open), as for a
+// Where a symlink leads is checked by the open (mediaRoot.open), as for a
 // request; prefetch counts its refusals.
 func (ra *readAhead) permitted(req raRequest, name string) (raRefusal, bool) {
 	if !cleanName(name) {
