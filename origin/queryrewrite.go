@@ -219,7 +219,8 @@ func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg que
 		if a.link.UsesRemoteAddr() {
 			bind = ip
 		}
-		a.linkTarget(t, a.linkRequest(ctx, "", ip), a.scope.forDocument(name, qg.linkExpiry, bind, now, nil), qg.linkExpiry)
+		a.linkTarget(t, a.linkRequest(ctx, "", ip), a.scope.forDocument(name, qg.linkExpiry, bind, now, nil), qg.linkExpiry,
+			strings.HasSuffix(name, ".mpd"))
 		return t
 	}
 	// The token's scope, the parameter and the scope credential are
@@ -255,8 +256,13 @@ func (a *authorizer) rewriteTarget(ctx *fasthttp.RequestCtx, name string, qg que
 // each key, gets a link signed for it with the request's expiry and the
 // request's own fields (address, headers); the arguments the expression
 // reads ($arg_*) are written beside the hash with the request's values. A
-// template gets the scope credential.
-func (a *authorizer) linkTarget(t *rewrite.Target, req token.LinkRequest, sc docScope, expiry time.Time) {
+// template gets the scope credential, and so does every URI of a DASH
+// manifest (dash) the scope credential covers: the manifest grants the
+// scope already (its templates need it), and the credential is one query
+// parameter, where a link's two are written "&amp;" in XML, which
+// ffmpeg's DASH reader (5.1) takes for an entity and drops the BaseURL.
+// Without a scope credential configured, they get links.
+func (a *authorizer) linkTarget(t *rewrite.Target, req token.LinkRequest, sc docScope, expiry time.Time, dash bool) {
 	hashArg, expiresArg := a.link.Names()
 	t.Names = []string{hashArg}
 	if expiresArg != "" {
@@ -287,6 +293,10 @@ func (a *authorizer) linkTarget(t *rewrite.Target, req token.LinkRequest, sc doc
 			return sc.appendScope(dst, p)
 		case kind != rewrite.KindKey && !strings.HasPrefix(p, sc.dir):
 			return dst, false
+		case dash && kind == rewrite.KindURI:
+			if out, ok := sc.appendScope(dst, p); ok {
+				return out, true
+			}
 		}
 		r := req
 		r.URI = p
