@@ -176,16 +176,22 @@ func TestReloadAccess(t *testing.T) {
 	ts := accessServer(t, "", nil)
 	c := ts.dial()
 	mustStatus(t, c.do("GET", "/vod/a.m3u8"), 200, "no rules")
-	if err := ts.srv.ReloadAccess("deny 127.0.0.1"); err != nil {
-		t.Fatalf("ReloadAccess: %v", err)
+	reloadAccess := func(rules string) error {
+		next := ts.cfg
+		next.Access = rules
+		_, err := ts.srv.Reload(reloadTo(next))
+		return err
+	}
+	if err := reloadAccess("deny 127.0.0.1"); err != nil {
+		t.Fatalf("Reload: %v", err)
 	}
 	mustStatus(t, c.do("GET", "/vod/a.m3u8"), 403, "after reload to deny, same connection")
-	if err := ts.srv.ReloadAccess("deny 127.0.0.256"); err == nil || !strings.Contains(err.Error(), "127.0.0.256") {
-		t.Fatalf("ReloadAccess(bad) = %v, want an error naming 127.0.0.256", err)
+	if err := reloadAccess("deny 127.0.0.256"); err == nil || !strings.Contains(err.Error(), "127.0.0.256") {
+		t.Fatalf("Reload(-access bad) = %v, want an error naming 127.0.0.256", err)
 	}
 	mustStatus(t, ts.get("/vod/a.m3u8"), 403, "a bad reload keeps the rules")
-	if err := ts.srv.ReloadAccess(""); err != nil {
-		t.Fatalf("ReloadAccess(\"\"): %v", err)
+	if err := reloadAccess(""); err != nil {
+		t.Fatalf("Reload(-access \"\"): %v", err)
 	}
 	mustStatus(t, ts.get("/vod/a.m3u8"), 200, "rules off")
 }

@@ -65,26 +65,6 @@ func accessMetrics(t *table, st *AccessCounters[int64]) {
 	}
 }
 
-// ReloadAccess replaces the allow/deny rules and valid referers with
-// those of src (nginx statements, as Config.Access); an empty src turns
-// the check off. Requests already checked are unaffected. A src that
-// does not parse leaves the rules in force.
-func (s *Server) ReloadAccess(src string) error {
-	return s.pol.change(func(p *policy) (err error) {
-		p.access, err = accessPolicy(src, s.log)
-		p.src.Access = src
-		return err
-	})
-}
-
-// AccessRules is how many allow/deny rules are in force.
-func (s *Server) AccessRules() int {
-	if p := s.pol.now().access; p != nil {
-		return p.Addresses.Len()
-	}
-	return 0
-}
-
 // admitted answers 403 and reports false when the rules in force refuse
 // the request (its client address, or its Referer); with none in force
 // it costs one atomic load.

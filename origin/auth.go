@@ -446,14 +446,6 @@ func (ad *admission) deny(ctx *fasthttp.RequestCtx, a *authorizer, file string, 
 	ctx.SetBodyString(fmt.Sprintf("%d %s\n", code, fasthttp.StatusMessage(code)))
 }
 
-// ReloadAuth replaces the authorization settings (new keys on rotation,
-// typically) without dropping a connection: requests already checked are
-// unaffected, the next ones use the new settings. Authorization can be
-// neither turned on nor off by a reload.
-func (s *Server) ReloadAuth(cfg AuthConfig) error {
-	return s.pol.reloadAuth(cfg, &s.stats, s.cfg.Now)
-}
-
 // redactor returns what hides tokens in logged text: the carriers of the
 // authorization in force, or (authorization off) hmac= fields only.
 func (ad *admission) redactor() token.Redactor {
@@ -462,6 +454,3 @@ func (ad *admission) redactor() token.Redactor {
 	}
 	return token.Redactor{}
 }
-
-// AuthEnabled reports whether requests need tokens.
-func (s *Server) AuthEnabled() bool { return s.pol.now().auth != nil }

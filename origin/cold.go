@@ -233,21 +233,13 @@ func newColdPool(cfg Config) (*coldread.Pool, error) {
 	})
 }
 
-// ColdPoolStats returns the cold readers' counters (live), or nil when
-// the cold path is off.
-func (s *Server) ColdPoolStats() *coldread.Stats {
-	if s.cold == nil {
+// poolStats returns the cold readers' counters (live), or nil when the
+// cold path is off (c is nil).
+func (c *coldPath) poolStats() *coldread.Stats {
+	if c == nil {
 		return nil
 	}
-	return s.cold.pool.Stats()
-}
-
-// ColdReadersBusy is how many cold readers are reading now.
-func (s *Server) ColdReadersBusy() int {
-	if s.cold == nil {
-		return 0
-	}
-	return int(s.cold.pool.Stats().Running.Load())
+	return c.pool.Stats()
 }
 
 // coldMetrics declares the cold path's metrics: the request side's

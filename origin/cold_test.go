@@ -157,7 +157,7 @@ func TestColdBurstKeepsThreadsBoundedAndPlaylistsServed(t *testing.T) {
 			if tc.readers > 0 {
 				waitFor(t, 10*time.Second, "every request waiting for a reader", func() bool { return cold().Waited == n })
 				// One reader is kept for playlists: the others stall.
-				waitFor(t, 10*time.Second, "every segment reader stalled on the disk", func() bool { return ts.srv.ColdReadersBusy() == readers-1 })
+				waitFor(t, 10*time.Second, "every segment reader stalled on the disk", func() bool { return origin.ColdReadersBusy(ts.srv) == readers-1 })
 			} else {
 				if err := f.AwaitWaiting(1, 10*time.Second); err != nil {
 					t.Fatal(err)

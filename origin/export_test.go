@@ -19,3 +19,11 @@ func LiveWaiters(s *Server) int { return s.live.waiters() }
 // LiveChanges counts the watcher's invalidations s's held requests have
 // seen (each may wake some).
 func LiveChanges(s *Server) uint64 { return s.live.changes.Load() }
+
+// ColdReadersBusy is how many of s's cold readers are reading now.
+func ColdReadersBusy(s *Server) int {
+	if st := s.cold.poolStats(); st != nil {
+		return int(st.Running.Load())
+	}
+	return 0
+}

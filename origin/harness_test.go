@@ -29,6 +29,7 @@ type testServer struct {
 	srv  *origin.Server
 	addr string
 	root string
+	cfg  origin.Config // what it was made with: a test's reload starts from it
 
 	tls *tls.Config          // the client's configuration; nil for plain HTTP
 	emu *origin.KTLSEmulator // the kernel's stand-in, in emulated kTLS modes
@@ -98,7 +99,7 @@ func startServerMode(t testing.TB, root string, mod func(*origin.Config), m *tls
 			t.Errorf("Close: %v", err)
 		}
 	})
-	ts := &testServer{t: t, srv: srv, addr: ln.Addr().String(), root: root}
+	ts := &testServer{t: t, srv: srv, addr: ln.Addr().String(), root: root, cfg: cfg}
 	if m != nil {
 		ts.tls, ts.emu = m.clientConfig(), emu
 	}

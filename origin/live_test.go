@@ -251,7 +251,7 @@ func runDraining(t *testing.T, root string, engine origin.Engine, settle time.Du
 	t.Cleanup(cancel)
 	ran := make(chan error, 1)
 	go func() { ran <- srv.Run(ctx, 20*time.Second, ln) }() // ends with cancel, awaited by the test
-	return &testServer{t: t, srv: srv, addr: ln.Addr().String(), root: root}, cancel, ran
+	return &testServer{t: t, srv: srv, addr: ln.Addr().String(), root: root, cfg: cfg}, cancel, ran
 }
 
 // TestLiveParkedMemory measures what a parked blocking reload costs the

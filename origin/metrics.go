@@ -1,5 +1,7 @@
 package origin
 
+import "segorigin/watcher"
+
 // Metric is one metric the server exports: declared once, in its
 // subsystem's metric table, beside the counters it reads.
 type Metric struct {
@@ -86,7 +88,7 @@ func seconds(nanos int64) float64 { return float64(nanos) / 1e9 }
 func (s *Server) Metrics() ([]*Metric, []Series) {
 	st := s.Stats()
 	t := &table{}
-	serverMetrics(t, &st, s.Build(), s.RootAvailable(), s.LogSuppressed())
+	serverMetrics(t, &st, s.Build(), !s.root.down.Load(), logSuppressed(s))
 	listenerMetrics(t, &st.ListenerCounters)
 	transportMetrics(t, &st.Transport)
 	authMetrics(t, &st.Auth)
@@ -103,11 +105,14 @@ func (s *Server) Metrics() ([]*Metric, []Series) {
 	liveMetrics(t, &st.Live)
 	growMetrics(t, &st.Grow)
 	t.off = s.cold == nil
-	coldMetrics(t, &st.Cold, s.ColdPoolStats())
+	coldMetrics(t, &st.Cold, s.cold.poolStats())
 	t.off = s.ra == nil
 	readAheadMetrics(t, &st.ReadAhead)
 	t.off = s.watch == nil
-	ws, _ := s.WatchStats()
+	var ws watcher.Stats
+	if s.watch != nil {
+		ws = s.watch.Stats()
+	}
 	watchMetrics(t, ws)
 	return t.metrics, t.series
 }

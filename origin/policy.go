@@ -112,16 +112,3 @@ func (ps *policies) swapLocked(p *policy) {
 		p.auth.logs[i].Inherit(&old.auth.logs[i])
 	}
 }
-
-// change puts in force a copy of the policy in force with edit applied
-// (ReloadAccess, ReloadAuth: one part replaced).
-func (ps *policies) change(edit func(*policy) error) error {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	p := *ps.cur.Load()
-	if err := edit(&p); err != nil {
-		return err
-	}
-	ps.swapLocked(&p)
-	return nil
-}

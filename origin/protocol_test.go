@@ -289,7 +289,7 @@ func TestRunReturnsWithConnectionsClosed(t *testing.T) {
 			defer cancel()
 			done := make(chan error, 1)
 			go func() { done <- srv.Run(ctx, 10*time.Second, served) }() // ends with cancel
-			ts := &testServer{t: t, srv: srv, addr: ln.Addr().String(), root: cfg.Root}
+			ts := &testServer{t: t, srv: srv, addr: ln.Addr().String(), root: cfg.Root, cfg: cfg}
 			if tc.tls != nil {
 				ts.tls = tc.tls.clientConfig()
 			}

@@ -620,15 +620,6 @@ func (ra *readAhead) readSmall(name string, max int64) ([]byte, string, error) {
 	return b[:n], h.ETag, err
 }
 
-// ReadAheadStats returns a snapshot of read-ahead's counters; ok is false
-// when read-ahead is off.
-func (s *Server) ReadAheadStats() (st ReadAheadStats, ok bool) {
-	if s.ra == nil {
-		return ReadAheadStats{}, false
-	}
-	return s.Stats().ReadAhead, true
-}
-
 // ReadAheadSource names the source counted at index i of
 // ReadAheadStats.Predicted, for metric labels.
 func ReadAheadSource(i int) string { return raSource(i).String() }

@@ -21,9 +21,6 @@ import (
 // and so is the recovery; repeated failures are not logged again.
 func (s *Server) CheckRoot() error { return s.root.check() }
 
-// RootAvailable reports what the last CheckRoot found.
-func (s *Server) RootAvailable() bool { return !s.root.down.Load() }
-
 // check is CheckRoot.
 func (m *mediaRoot) check() error {
 	err := m.probe()

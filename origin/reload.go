@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"time"
 
 	"segorigin/internal/schema"
 	"segorigin/origin/access"
@@ -31,6 +30,9 @@ func reloadMetrics(t *table, st *ReloadCounters[int64]) {
 type Reloaded struct {
 	Applied []string // settings now in force with their new values
 	Restart []string // settings whose values differ from those at start but take effect only at a restart
+
+	AccessRules int  // allow/deny rules now in force
+	Auth        bool // whether requests now need tokens
 }
 
 // Reload puts in force the settings of the configuration load reads (the
@@ -81,7 +83,11 @@ func (s *Server) reload(load func() (Config, []string, error)) (Reloaded, error)
 	old := s.pol.cur.Load().src
 	applied, _ := schema.Diff(old.Sections(), cfg.Sections())
 	s.pol.swapLocked(p)
-	return Reloaded{Applied: applied, Restart: append(restart, fromStart...)}, nil
+	r := Reloaded{Applied: applied, Restart: append(restart, fromStart...), Auth: p.auth != nil}
+	if p.access != nil {
+		r.AccessRules = p.access.Addresses.Len()
+	}
+	return r, nil
 }
 
 // makePolicy is newPolicy with the access rules, their warnings logged.
@@ -110,19 +116,4 @@ func accessPolicy(src string, log *slog.Logger) (*access.Policy, error) {
 		return nil, nil
 	}
 	return p, nil
-}
-
-// reloadAuth replaces the authorization settings alone (ReloadAuth).
-func (ps *policies) reloadAuth(cfg AuthConfig, st *counters, now func() time.Time) error {
-	return ps.change(func(p *policy) error {
-		if p.auth == nil || !cfg.enabled() {
-			return fmt.Errorf("origin: authorization can only be reloaded when it is on, and stays on")
-		}
-		a, err := newAuthorizer(cfg, &st.Auth, now)
-		if err != nil {
-			return fmt.Errorf("origin: auth: %w", err)
-		}
-		p.auth, p.src.Auth = a, cfg
-		return nil
-	})
 }

@@ -72,15 +72,20 @@ func TestSecureLinkExpiredStatus(t *testing.T) {
 	}
 }
 
-// TestSecureLinkReload: ReloadAuth (what SIGHUP calls) brings new
+// TestSecureLinkReload: Reload (what SIGHUP calls) brings new
 // secure_link settings into force; settings that do not compile are
 // refused, naming the flag, and the old ones stay.
 func TestSecureLinkReload(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	uri := "/vod/title42/v1/seg1.ts"
 	ts := linkServer(t, now, nil)
-	cfg := origin.DefaultConfig().Auth
-	cfg.SecureLinkSecret = "s3cret"
+	cfg := ts.cfg.Auth
+	reloadAuth := func(a origin.AuthConfig) error {
+		next := ts.cfg
+		next.Auth = a
+		_, err := ts.srv.Reload(reloadTo(next))
+		return err
+	}
 	old := signLink(t, documentedLink, token.LinkRequest{URI: uri, RemoteAddr: "127.0.0.1"}, now.Add(time.Hour))
 	renamed := token.SecureLinkConfig{Expression: "$arg_e$uri $secret", HashArg: "st", ExpiresArg: "e"}
 	fresh := signLink(t, renamed, token.LinkRequest{URI: uri}, now.Add(time.Hour))
@@ -89,14 +94,14 @@ func TestSecureLinkReload(t *testing.T) {
 
 	bad := cfg
 	bad.SecureLinkExpression = "$uri $secret"
-	if err := ts.srv.ReloadAuth(bad); err == nil || !strings.Contains(err.Error(), "-auth-securelink-expression") {
-		t.Errorf("ReloadAuth(expression without expiry) = %v, want an error naming -auth-securelink-expression", err)
+	if err := reloadAuth(bad); err == nil || !strings.Contains(err.Error(), "-auth-securelink-expression") {
+		t.Errorf("Reload(expression without expiry) = %v, want an error naming -auth-securelink-expression", err)
 	}
 	mustStatus(t, ts.get(uri+"?"+old), 200, "after a refused reload")
 
 	next := cfg
 	next.SecureLinkArgs, next.SecureLinkExpression = "$arg_st,$arg_e", renamed.Expression
-	if err := ts.srv.ReloadAuth(next); err != nil {
+	if err := reloadAuth(next); err != nil {
 		t.Fatal(err)
 	}
 	mustStatus(t, ts.get(uri+"?"+fresh), 200, "new names after reload")

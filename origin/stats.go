@@ -71,11 +71,11 @@ func KindName(i int) string { return kind(i).String() }
 // exporter to register (origin/admin).
 func (s *Server) Latency() prometheus.Collector { return s.rec.latency }
 
-// LogSuppressed returns, by kind, the log lines rate limiting has held
-// back (the events themselves are counted by their own Stats), for an
-// exporter: parse_error, bad_path, root_escape, fasthttp, emfile, auth,
+// logSuppressed returns, by kind, the log lines rate limiting has held
+// back in s (the events themselves are counted by their own Stats), for
+// the exporter: parse_error, bad_path, root_escape, fasthttp, emfile, auth,
 // access, access_log, in_progress, permission_denied, client_limit.
-func (s *Server) LogSuppressed() map[string]int64 {
+func logSuppressed(s *Server) map[string]int64 {
 	var auth int64
 	if a := s.pol.now().auth; a != nil {
 		for i := range a.logs {
@@ -89,15 +89,6 @@ func (s *Server) LogSuppressed() map[string]int64 {
 		"in_progress": s.pub.logged.limit.Dropped(), "permission_denied": s.resp.permLog.Dropped(),
 		"client_limit": s.admit.perClient.dropped(),
 	}
-}
-
-// WatchStats returns a snapshot of the watcher's counters; ok is false
-// when the server runs without a watcher.
-func (s *Server) WatchStats() (st watcher.Stats, ok bool) {
-	if s.watch == nil {
-		return watcher.Stats{}, false
-	}
-	return s.watch.Stats(), true
 }
 
 // AdminPprof reports whether the admin endpoints include /debug/pprof/

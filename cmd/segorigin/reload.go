@@ -43,7 +43,7 @@ func reloadSettings(srv *origin.Server, r *reloader, logger *slog.Logger) {
 		logger.Warn("SIGHUP: settings not reloaded: the previous ones stay in force", "err", err)
 		return
 	}
-	logger.Info("SIGHUP: settings reloaded", "changed", strings.Join(done.Applied, " "), "access_rules", srv.AccessRules(), "auth", srv.AuthEnabled())
+	logger.Info("SIGHUP: settings reloaded", "changed", strings.Join(done.Applied, " "), "access_rules", done.AccessRules, "auth", done.Auth)
 	if len(done.Restart) > 0 {
 		logger.Warn("SIGHUP: settings changed that need a restart: they keep their values until then, the rest is in force",
 			"needs_restart", strings.Join(done.Restart, " "))
