@@ -27,9 +27,10 @@
 // Run starts and drains them. The request path is handler's (handler.go):
 // it resolves a request, asks admission (access rules, tokens, the client
 // address, the per-client limit) and runs the file steps on files
-// (steps.go); each subsystem they consult (responder, recorder,
-// publisher, contentTags, coldPath, readAhead, liveWaits, gzipPolicy,
-// mediaRoot) owns its state and takes only what it needs, never *Server.
+// (steps.go; the live ones on liveSteps, live.go); each subsystem they
+// consult (responder, recorder, publisher, contentTags, coldPath,
+// readAhead, liveWaits, gzipPolicy, mediaRoot) owns its state and takes
+// only what it needs, never *Server.
 //
 // # Request path
 //

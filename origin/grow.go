@@ -78,25 +78,25 @@ func (o growOutcome) count(st *growCounters) {
 // stepPublish are then skipped (validators, ranges and cold reads do not
 // apply to a body that does not exist yet). The engine sends the body
 // (h1Req.startGrowing).
-func (f *files) streamGrowing(ctx *fasthttp.RequestCtx, p *plan) bool {
-	if !liveWaitable || !f.live.watching || p.live.hint || !ctx.IsGet() || len(p.rh.rng) > 0 ||
+func (lv *liveSteps) streamGrowing(ctx *fasthttp.RequestCtx, p *plan) bool {
+	if !liveWaitable || !lv.live.watching || p.live.hint || !ctx.IsGet() || len(p.rh.rng) > 0 ||
 		!ctx.Request.Header.IsHTTP11() {
 		return false
 	}
-	limit := f.live.dirLimit(path.Dir(p.h.Name))
+	limit := lv.live.dirLimit(path.Dir(p.h.Name))
 	if limit <= 0 {
 		return false // not a live directory
 	}
 	if open, known := writerOpen(p.h.Fd()); !known || !open {
 		return false
 	}
-	f.pub.drop(p.h.Name) // the next request opens it again, at its size then
+	lv.pub.drop(p.h.Name) // the next request opens it again, at its size then
 	p.grow, p.growStall = true, time.Duration(limit)*time.Second
 	hdr := &ctx.Response.Header
 	hdr.SetContentType(p.mt.contentType)
 	hdr.SetCanonical(hdrCacheControl, valNoStore)
 	ctx.SetStatusCode(fasthttp.StatusOK)
-	f.stats.Kinds[p.mt.kind].Add(1)
+	lv.stats.Kinds[p.mt.kind].Add(1)
 	p.step = stepRespond // advance goes past it: the plan is final
 	return true
 }

@@ -133,21 +133,36 @@ func newLiveWaits(cfg Config, st *liveCounters, acquire func(string) (*cache.Han
 	return lw
 }
 
+// liveSteps is the file steps' live part: Delivery Directives (blocking
+// reloads and delta updates), parts a playlist hints at, and files
+// streamed as they grow. It takes the subsystems those consult, and the
+// other file steps for an answer made in memory.
+type liveSteps struct {
+	live  *liveWaits
+	cache *cache.Cache
+	resp  *responder
+	stats *counters
+	pub   *publisher
+	dates *dateClamp
+	pol   *policies
+	files *files // serveMemory and readWhole: the answer from memory the rewrite step gives too
+}
+
 // stepLive answers, refuses or parks a request with Delivery Directives
 // for an HLS media playlist; anything else goes on.
-func (f *files) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+func (lv *liveSteps) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	if p.mt.kind != kindPlaylist || !strings.HasSuffix(p.h.Name, ".m3u8") {
 		return stepNext
 	}
 	if !p.live.parsed {
 		q := ctx.URI().QueryString()
 		if !bytes.Contains(q, []byte("_HLS_")) {
-			f.notePlaylist(ctx, p)
+			lv.notePlaylist(ctx, p)
 			return stepNext
 		}
 		r, err := llhls.ParseQuery(q)
 		if err != nil {
-			f.resp.fail(ctx, errors.Join(errLiveDirective, err))
+			lv.resp.fail(ctx, errors.Join(errLiveDirective, err))
 			return stepAnswered
 		}
 		p.live.req, p.live.parsed = r, true
@@ -155,23 +170,23 @@ func (f *files) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	if !p.live.req.Any() {
 		return stepNext
 	}
-	v, res := f.liveVersion(ctx, p)
+	v, res := lv.liveVersion(ctx, p)
 	if v == nil {
 		return res
 	}
 	switch v.pl.Decide(p.live.req) {
 	case llhls.TooFar:
-		f.resp.fail(ctx, errLiveDirective)
+		lv.resp.fail(ctx, errLiveDirective)
 		return stepAnswered
 	case llhls.Wait:
-		if res, held := f.hold(ctx, p, v.pl.BlockLimit(), errLiveTimeout); held {
+		if res, held := lv.hold(ctx, p, v.pl.BlockLimit(), errLiveTimeout); held {
 			return res
 		}
 	}
 	p.live.blocking = p.live.req.HasMSN && v.pl.CanBlockReload && !v.pl.EndList
 	if d := v.deltaFor(p.live.req.Skip); d != nil && !p.g.query.rewrites() {
 		p.live.blocking = true
-		return f.serveDelta(ctx, p, d)
+		return lv.serveDelta(ctx, p, d)
 	}
 	return stepNext
 }
@@ -180,13 +195,13 @@ func (f *files) stepLive(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // parsed it already, else read (inlined bytes, or from the file where
 // blocking is allowed) and parsed now. nil with stepNext: a playlist
 // whose directives are ignored (not a media playlist, too large).
-func (f *files) liveVersion(ctx *fasthttp.RequestCtx, p *plan) (*liveVersion, stepResult) {
-	v, suspend, err := f.readVersion(p.h, p.noBlock)
+func (lv *liveSteps) liveVersion(ctx *fasthttp.RequestCtx, p *plan) (*liveVersion, stepResult) {
+	v, suspend, err := lv.readVersion(p.h, p.noBlock)
 	switch {
 	case suspend:
 		return nil, stepSuspend
 	case err != nil:
-		f.resp.fail(ctx, err)
+		lv.resp.fail(ctx, err)
 		return nil, stepAnswered
 	case v == nil || v.unread:
 		return nil, stepNext
@@ -199,8 +214,8 @@ func (f *files) liveVersion(ctx *fasthttp.RequestCtx, p *plan) (*liveVersion, st
 // from the file unless noBlock: suspend) and parsed now. nil: too large.
 // A version that is no media playlist is kept too, unread, so that it is
 // not read again.
-func (f *files) readVersion(h *cache.Handle, noBlock bool) (v *liveVersion, suspend bool, err error) {
-	if v := f.live.version(h); v != nil {
+func (lv *liveSteps) readVersion(h *cache.Handle, noBlock bool) (v *liveVersion, suspend bool, err error) {
+	if v := lv.live.version(h); v != nil {
 		return v, false, nil
 	}
 	if h.Size > liveMaxPlaylist {
@@ -211,7 +226,7 @@ func (f *files) readVersion(h *cache.Handle, noBlock bool) (v *liveVersion, susp
 		if noBlock {
 			return nil, true, nil
 		}
-		if body, err = f.readWhole(h); err != nil {
+		if body, err = lv.files.readWhole(h); err != nil {
 			return nil, false, err
 		}
 	}
@@ -220,7 +235,7 @@ func (f *files) readVersion(h *cache.Handle, noBlock bool) (v *liveVersion, susp
 		// Nothing to block on or skip: only what it says is kept.
 		v.body, v.unread = nil, err != nil
 	}
-	f.live.store(h.Name, v)
+	lv.live.store(h.Name, v)
 	return v, false, nil
 }
 
@@ -241,20 +256,20 @@ func (v *liveVersion) deltaFor(skip llhls.Skip) []byte {
 
 // serveDelta answers with a delta update, whose entity tag is derived
 // from the file's and the body, as a rewritten playlist's is.
-func (f *files) serveDelta(ctx *fasthttp.RequestCtx, p *plan, body []byte) stepResult {
+func (lv *liveSteps) serveDelta(ctx *fasthttp.RequestCtx, p *plan, body []byte) stepResult {
 	v := validators{etag: rewrittenETag(p.h.ETag, body)}
-	v.modTime, v.dateClamped = f.dates.lastModified(p.h.ModTime.Truncate(time.Second))
-	return f.serveMemory(ctx, p, v, body, false)
+	v.modTime, v.dateClamped = lv.dates.lastModified(p.h.ModTime.Truncate(time.Second))
+	return lv.files.serveMemory(ctx, p, v, body, false)
 }
 
 // liveCacheControl gives the answer to a blocking reload or delta update
 // its Cache-Control, in place of the playlist's (a file still being
 // written keeps no-store).
-func (f *files) liveCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
+func (lv *liveSteps) liveCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
 	if !p.live.blocking || p.inProgress {
 		return
 	}
-	cc := f.pol.of(ctx).blockingCC
+	cc := lv.pol.of(ctx).blockingCC
 	if cc == nil {
 		ctx.Response.Header.Del("Cache-Control")
 		return
@@ -265,12 +280,12 @@ func (f *files) liveCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
 // hold parks a request that waits (stepWait), or answers it 503 with err
 // and no-store when its time is up; held false: nothing would wake it, and
 // it is answered with what there is.
-func (f *files) hold(ctx *fasthttp.RequestCtx, p *plan, limit int64, err error) (res stepResult, held bool) {
-	switch f.live.outcome(ctx, p, limit) {
+func (lv *liveSteps) hold(ctx *fasthttp.RequestCtx, p *plan, limit int64, err error) (res stepResult, held bool) {
+	switch lv.live.outcome(ctx, p, limit) {
 	case liveParks:
 		return stepWait, true
 	case liveTimedOut:
-		f.resp.fail(ctx, err)
+		lv.resp.fail(ctx, err)
 		ctx.Response.Header.SetCanonical(hdrCacheControl, valNoStore)
 		return stepAnswered, true
 	}

@@ -195,35 +195,35 @@ func (v *liveVersion) hints(name string) []string {
 // directives when its bytes are in memory (no I/O), so that its directory
 // is known live before a hinted part is asked for; not where nothing
 // would wake a held part.
-func (f *files) notePlaylist(ctx *fasthttp.RequestCtx, p *plan) {
-	if p.h.Bytes != nil && f.live.watching && liveWaitable {
-		f.liveVersion(ctx, p)
+func (lv *liveSteps) notePlaylist(ctx *fasthttp.RequestCtx, p *plan) {
+	if p.h.Bytes != nil && lv.live.watching && liveWaitable {
+		lv.liveVersion(ctx, p)
 	}
 }
 
 // holdMissing is stepOpen's word on a name that does not exist: held
 // (stepWait), suspended to read a playlist, answered 503 when its time is
 // up, or stepNext: not hinted, answered as before.
-func (f *files) holdMissing(ctx *fasthttp.RequestCtx, p *plan, err error) stepResult {
+func (lv *liveSteps) holdMissing(ctx *fasthttp.RequestCtx, p *plan, err error) stepResult {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return stepNext
 	}
-	return f.holdHinted(ctx, p)
+	return lv.holdHinted(ctx, p)
 }
 
 // holdHinted holds a request for a name a live playlist hints at and that
 // is not written whole yet. Once held, a request stays held, whatever the
 // playlist says later, until the name is written or its time is up.
-func (f *files) holdHinted(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+func (lv *liveSteps) holdHinted(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	var limit int64
 	if !p.live.hint {
 		var res stepResult
-		if limit, res = f.hintedBy(p); limit == 0 {
+		if limit, res = lv.hintedBy(p); limit == 0 {
 			return res
 		}
 		p.live.hint = true
 	}
-	if res, held := f.hold(ctx, p, limit, errHintTimeout); held {
+	if res, held := lv.hold(ctx, p, limit, errHintTimeout); held {
 		return res
 	}
 	p.live.hint = false // nothing would wake it: answered as before
@@ -234,23 +234,23 @@ func (f *files) holdHinted(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // name, as it is on disk now: the wait's bound in seconds (three of its
 // target durations), or 0 with stepNext (none does) or stepSuspend (a
 // playlist is to be opened or read, which noBlock forbids).
-func (f *files) hintedBy(p *plan) (int64, stepResult) {
+func (lv *liveSteps) hintedBy(p *plan) (int64, stepResult) {
 	name := p.name.view()
-	for _, pl := range f.live.playlistsIn(path.Dir(name)) {
+	for _, pl := range lv.live.playlistsIn(path.Dir(name)) {
 		var h *cache.Handle
 		var err error
 		if p.noBlock {
 			var ready bool
-			if h, _, err, ready = f.cache.TryAcquire(pl); !ready {
+			if h, _, err, ready = lv.cache.TryAcquire(pl); !ready {
 				return 0, stepSuspend
 			}
 		} else {
-			h, err = f.cache.Acquire(pl)
+			h, err = lv.cache.Acquire(pl)
 		}
 		if err != nil {
 			continue // gone: no longer a live playlist here
 		}
-		v, suspend, err := f.readVersion(h, p.noBlock)
+		v, suspend, err := lv.readVersion(h, p.noBlock)
 		h.Release()
 		switch {
 		case suspend:

@@ -127,7 +127,7 @@ func (f *files) serveMemory(ctx *fasthttp.RequestCtx, p *plan, v validators, bod
 	switch evaluatePreconditions(&p.rh, v) {
 	case notModified:
 		f.resp.setValidators(ctx, mt.kind, v, g, false)
-		f.liveCacheControl(ctx, p)
+		f.lv.liveCacheControl(ctx, p)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		f.stats.Kinds[mt.kind].Add(1)
 		return stepAnswered
@@ -136,7 +136,7 @@ func (f *files) serveMemory(ctx *fasthttp.RequestCtx, p *plan, v validators, bod
 		return stepAnswered
 	}
 	f.resp.setValidators(ctx, mt.kind, v, g, false)
-	f.liveCacheControl(ctx, p)
+	f.lv.liveCacheControl(ctx, p)
 	f.stats.Kinds[mt.kind].Add(1)
 	ctx.Response.Header.SetContentType(mt.contentType)
 	if gzip {

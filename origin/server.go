@@ -93,12 +93,17 @@ func New(cfg Config) (_ *Server, err error) {
 // newFiles gives the file steps the subsystems they consult, once every
 // one is built.
 func newFiles(s *Server) *files {
-	return &files{
-		cache: s.cache, resp: s.resp, stats: &s.stats, pub: s.pub, live: s.live, tags: s.tags,
+	f := &files{
+		cache: s.cache, resp: s.resp, stats: &s.stats, pub: s.pub, tags: s.tags,
 		dates: &s.dates, pol: &s.pol, cold: s.cold, ra: s.ra, clientID: &s.admit.client,
 		etagContent: s.cfg.ETag == ETagContent, maxRanges: s.cfg.MaxRanges, now: s.cfg.Now,
 		logOutcome: s.rec.access.w != nil,
 	}
+	f.lv = &liveSteps{
+		live: s.live, cache: s.cache, resp: s.resp, stats: &s.stats, pub: s.pub,
+		dates: &s.dates, pol: &s.pol, files: f,
+	}
+	return f
 }
 
 // cleanups is what New undoes, last first, when a later step fails.

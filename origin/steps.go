@@ -52,7 +52,7 @@ var fileSteps = [stepsDone]func(*files, *fasthttp.RequestCtx, *plan) stepResult{
 	stepOpen:       (*files).stepOpen,
 	stepValidators: (*files).stepValidators,
 	stepPublish:    (*files).stepPublish,
-	stepLive:       (*files).stepLive,
+	stepLive:       func(f *files, ctx *fasthttp.RequestCtx, p *plan) stepResult { return f.lv.stepLive(ctx, p) },
 	stepContentTag: (*files).stepContentTag,
 	stepRewrite:    (*files).stepRewrite,
 	stepGzip:       (*files).stepGzip,
@@ -71,7 +71,7 @@ type files struct {
 	resp  *responder // header fields, validators, error answers
 	stats *counters
 	pub   *publisher   // the settle rule
-	live  *liveWaits   // Low-Latency HLS waits and versions
+	lv    *liveSteps   // the live steps: Low-Latency HLS waits, hints and growing files
 	tags  *contentTags // -etag content
 	dates *dateClamp   // Last-Modified at or before Date
 	pol   *policies    // the request's pinned policy: gzip, signed URLs, blocking-reload Cache-Control
@@ -123,7 +123,7 @@ func (f *files) advance(ctx *fasthttp.RequestCtx, p *plan) {
 	if p.inProgress {
 		f.pub.counted(p.name.view(), p.inProgressSize)
 	}
-	f.live.finish(p)
+	f.lv.live.finish(p)
 }
 
 // stepOpen takes the file from the cache: without blocking only when the
@@ -132,7 +132,7 @@ func (f *files) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	var h *cache.Handle
 	var outcome cache.Outcome
 	var err error
-	p.live.gen = f.live.changes.Load() // before the file is taken: see liveWaits.add
+	p.live.gen = f.lv.live.changes.Load() // before the file is taken: see liveWaits.add
 	if p.noBlock {
 		var ready bool
 		if h, outcome, err, ready = f.cache.TryAcquire(p.name.view()); !ready {
@@ -145,7 +145,7 @@ func (f *files) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		ctx.SetUserValue(userCacheOutcome, outcome)
 	}
 	if err != nil {
-		if res := f.holdMissing(ctx, p, err); res != stepNext {
+		if res := f.lv.holdMissing(ctx, p, err); res != stepNext {
 			return res // a part a live playlist hints at (live_hint.go)
 		}
 		if isColdBusy(err) {
@@ -183,10 +183,10 @@ func (f *files) stepValidators(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // answered 503, or with -in-progress uncached its bytes go out with
 // no-store.
 func (f *files) stepPublish(ctx *fasthttp.RequestCtx, p *plan) stepResult {
-	if !f.pub.writing(p.h, p.changed, p.opened, p.live.hint) || f.streamGrowing(ctx, p) {
+	if !f.pub.writing(p.h, p.changed, p.opened, p.live.hint) || f.lv.streamGrowing(ctx, p) {
 		return stepNext // published, or streamed as it grows (grow.go)
 	}
-	if res := f.holdHinted(ctx, p); res != stepNext {
+	if res := f.lv.holdHinted(ctx, p); res != stepNext {
 		return f.pub.held(p.h, res) // a part a live playlist hints at (live_hint.go)
 	}
 	uncached, err := f.pub.refuse(p.h)
@@ -238,7 +238,7 @@ func (f *files) stepConditions(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	switch evaluatePreconditions(&p.rh, p.v) {
 	case notModified:
 		f.resp.setValidators(ctx, p.mt.kind, p.v, p.g, p.inProgress)
-		f.liveCacheControl(ctx, p)
+		f.lv.liveCacheControl(ctx, p)
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		f.stats.Kinds[p.mt.kind].Add(1)
 		return stepAnswered
@@ -290,7 +290,7 @@ func (f *files) stepRespond(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		f.stats.RangesIgnored.Add(1)
 	}
 	f.resp.setValidators(ctx, mt.kind, p.v, p.g, p.inProgress)
-	f.liveCacheControl(ctx, p)
+	f.lv.liveCacheControl(ctx, p)
 	f.stats.Kinds[mt.kind].Add(1)
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrAcceptRanges, valBytes)
