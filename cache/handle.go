@@ -31,7 +31,11 @@ type Handle struct {
 	Size    int64     // st_size at open
 	ModTime time.Time // st_mtime at open
 	ETag    string    // strong validator from Size and ModTime: ETag(Size, ModTime)
-	Inode   uint64    // st_ino at open
+	// LastModified is ModTime as the IMF-fixdate a Last-Modified field
+	// carries (RFC 9110 §5.6.7, §8.8.2), formatted once at open rather
+	// than on every response.
+	LastModified string
+	Inode        uint64 // st_ino at open
 
 	// Bytes is the whole file, read once right after the open when the
 	// cache inlines small files (Config.InlineMax) and the budget allowed;
@@ -211,20 +215,25 @@ func newHandle(name string, f *os.File, openFiles *atomic.Int64, now int64) (*Ha
 		return nil, &fs.PathError{Op: "fstat", Path: name, Err: fmt.Errorf("no stat_t in %T", fi.Sys())}
 	}
 	h := &Handle{
-		Name:      name,
-		File:      f,
-		Size:      fi.Size(),
-		ModTime:   fi.ModTime(),
-		ETag:      ETag(fi.Size(), fi.ModTime()),
-		Inode:     uint64(st.Ino),
-		fd:        fd,
-		dev:       uint64(st.Dev),
-		ctime:     ctimeOf(st),
-		openFiles: openFiles,
+		Name:         name,
+		File:         f,
+		Size:         fi.Size(),
+		ModTime:      fi.ModTime(),
+		ETag:         ETag(fi.Size(), fi.ModTime()),
+		LastModified: fi.ModTime().UTC().Format(httpDate),
+		Inode:        uint64(st.Ino),
+		fd:           fd,
+		dev:          uint64(st.Dev),
+		ctime:        ctimeOf(st),
+		openFiles:    openFiles,
 	}
 	h.checked.Store(now)
 	return h, nil
 }
+
+// httpDate is the IMF-fixdate layout of RFC 9110 §5.6.7 (net/http's
+// TimeFormat, spelled here so the cache need not import net/http).
+const httpDate = "Mon, 02 Jan 2006 15:04:05 GMT"
 
 // ETag returns the strong entity tag segorigin sends for a file of this size
 // and modification time: `"<size hex>-<mtime unix nanoseconds hex>"`. It

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"time"
 
+	"segorigin/cache"
+
 	"github.com/valyala/fasthttp"
 )
 
@@ -25,6 +27,21 @@ type validators struct {
 	// dateClamped: the file's mtime was later than the Date and modTime is
 	// the Date instead (RFC 9110 §8.8.2.1), so it is no strong validator.
 	dateClamped bool
+	// lastMod is modTime as sent, formatted at the file's open (its
+	// handle's LastModified); "" when modTime is the Date or not a
+	// handle's, and then formatted per response.
+	lastMod string
+}
+
+// fileValidators sets v's Last-Modified from h, the file whose bytes
+// answer: h's modification time, or the Date where that is later
+// (dateClamp).
+func (d *dateClamp) fileValidators(v *validators, h *cache.Handle) {
+	v.modTime, v.dateClamped = d.lastModified(h.ModTime.Truncate(time.Second))
+	v.lastMod = ""
+	if !v.dateClamped {
+		v.lastMod = h.LastModified
+	}
 }
 
 // decision is what evaluatePreconditions tells the handler to do.

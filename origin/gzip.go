@@ -149,7 +149,7 @@ func (f *files) stepGzip(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		p.h.Release()
 		p.h, p.gzip = sib, true
 		p.v.etag = gzipETag(sib.ETag)
-		p.v.modTime, p.v.dateClamped = f.dates.lastModified(sib.ModTime.Truncate(1e9))
+		f.dates.fileValidators(&p.v, sib)
 		return stepNext
 	}
 	if gz.mode != GzipOn {

@@ -324,7 +324,11 @@ func isKnownMethod(m []byte) bool {
 func (rs *responder) setValidators(ctx *fasthttp.RequestCtx, k kind, v validators, g grant, uncached bool) {
 	hdr := &ctx.Response.Header
 	hdr.SetCanonical(hdrETag, []byte(v.etag)) // short: converted on the stack
-	hdr.SetLastModified(v.modTime)
+	if v.lastMod != "" {
+		hdr.SetCanonical(hdrLastModified, []byte(v.lastMod)) // short: converted on the stack
+	} else {
+		hdr.SetLastModified(v.modTime)
+	}
 	tab := rs.tab(ctx)
 	cc := tab.cacheControl[k]
 	if uncached {
@@ -347,6 +351,7 @@ var (
 	hdrAcceptRanges  = []byte("Accept-Ranges")
 	hdrContentRange  = []byte("Content-Range")
 	hdrETag          = []byte("Etag")
+	hdrLastModified  = []byte("Last-Modified")
 	hdrCacheControl  = []byte("Cache-Control")
 	hdrAllowOrigin   = []byte("Access-Control-Allow-Origin")
 	hdrExposeHeaders = []byte("Access-Control-Expose-Headers")

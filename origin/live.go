@@ -258,7 +258,7 @@ func (v *liveVersion) deltaFor(skip llhls.Skip) []byte {
 // from the file's and the body, as a rewritten playlist's is.
 func (lv *liveSteps) serveDelta(ctx *fasthttp.RequestCtx, p *plan, body []byte) stepResult {
 	v := validators{etag: rewrittenETag(p.h.ETag, body)}
-	v.modTime, v.dateClamped = lv.dates.lastModified(p.h.ModTime.Truncate(time.Second))
+	lv.dates.fileValidators(&v, p.h)
 	return lv.files.serveMemory(ctx, p, v, body, false)
 }
 

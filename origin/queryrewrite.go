@@ -122,7 +122,7 @@ func (f *files) serveMemory(ctx *fasthttp.RequestCtx, p *plan, v validators, bod
 		f.ra.served(ctx, h.Name, mt.kind, h, ranges.Span{Start: 0, Length: h.Size}, true, g)
 	}
 	if v.modTime.IsZero() {
-		v.modTime, v.dateClamped = f.dates.lastModified(h.ModTime.Truncate(time.Second))
+		f.dates.fileValidators(&v, h)
 	}
 	switch evaluatePreconditions(&p.rh, v) {
 	case notModified:

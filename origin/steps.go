@@ -173,7 +173,7 @@ func (f *files) stepValidators(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 		}
 	}
 	p.v = validators{etag: h.ETag}
-	p.v.modTime, p.v.dateClamped = f.dates.lastModified(h.ModTime.Truncate(time.Second))
+	f.dates.fileValidators(&p.v, h)
 	p.mt = f.resp.lookupType(ctx, h.Name)
 	p.kind = p.mt.kind
 	return stepNext
