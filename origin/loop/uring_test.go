@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -87,5 +88,17 @@ func TestRingABI(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("sizeof %s = %d, want %d", tc.name, tc.got, tc.want)
 		}
+	}
+}
+
+// TestRingAvailable fails where the kernel refuses io_uring. Only make's
+// uring step asks it (SEGORIGIN_TEST_POLLER=uring), first: where it
+// fails, the suites on -poller uring are left out rather than failed.
+func TestRingAvailable(t *testing.T) {
+	if os.Getenv("SEGORIGIN_TEST_POLLER") != PollerUring {
+		t.Skip("asked by make uring only")
+	}
+	if err := probeRing(); err != nil {
+		t.Fatal(err)
 	}
 }
