@@ -4,9 +4,9 @@ FUZZTIME ?= 100000x
 # The whole request path runs a server per input: fewer executions.
 FUZZTIME_PATH ?= 20000x
 
-.PHONY: test deps vet unit fuzz build run bench dist deb FORCE
+.PHONY: test deps vet unit uring fuzz build run bench dist deb FORCE
 
-test: deps vet unit fuzz
+test: deps vet unit uring fuzz
 
 deps:
 	bash .ci/deps
@@ -19,6 +19,21 @@ unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
 	# Allocation budgets, which the race detector's sync.Pool defeats.
 	$(GO) test -count=1 -run 'Alloc' ./...
+
+# The loop engine's suites again with -poller uring (io_uring): the loops'
+# own tests, conformance, parity, hostile clients and the live playlist
+# tests players see. Where the kernel refuses io_uring (a container's
+# seccomp profile) it says so and leaves them out.
+URING_CONFORMANCE = '^(TestSingleRanges|TestManyIdenticalRanges|TestTooManyRanges|TestMultipartRanges|TestEmptyFile|TestConditionals|TestIfRangeDateMustBeStrong|TestMethods|TestHeadMatchesGet|TestPaths|TestLargeSparseFile|TestPipelinedKeepAlive|TestAuthTokens|TestLive.*)$$/^HTTP$$'
+URING_CLIENTS = '^(TestParity|TestHostileRequests|TestRefusalNotResetAway|TestSlowloris|TestConnectionLimits)$$'
+uring:
+	@if ! SEGORIGIN_TEST_POLLER=uring $(GO) test -count=1 -run '^TestRingAvailable$$' ./origin/loop >/dev/null; then \
+		echo "uring: this kernel refuses io_uring (a seccomp profile, kernel.io_uring_disabled): the suites on -poller uring are left out"; \
+	else \
+		SEGORIGIN_TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m ./origin/loop && \
+		SEGORIGIN_TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m -run $(URING_CONFORMANCE) ./origin && \
+		SEGORIGIN_TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m -run $(URING_CLIENTS) ./origin; \
+	fi
 
 # Short fuzz runs of every target, so the fuzzers and their seeds cannot rot.
 # Counted in executions, not seconds: a time budget that expires while a

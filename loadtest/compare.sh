@@ -45,6 +45,7 @@ usage: bash loadtest/compare.sh [options]
                     segorigin-nocold (-cold-readers 0), segorigin-fasthttp (-engine fasthttp),
                     segorigin-content (-etag content), segorigin-gzipoff (-gzip off),
                     segorigin-access (-access: six allow prefixes, then deny all),
+                    segorigin-uring (-poller uring: io_uring instead of epoll),
                     segorigin-base (the binary
                     SEGORIGIN_BASE_BIN names: another version, in the same sitting)
   -dir DIR          workload files: used if present, generated there if not
@@ -112,7 +113,7 @@ IFS=, read -r -a WL <<<"$(echo "$WORKLOADS" | tr '[:lower:]' '[:upper:]')"
 IFS=, read -r -a SV <<<"$SERVERS"
 for w in "${WL[@]}"; do [[ $w =~ ^W[1-6]$ ]] || lt_die "unknown workload $w"; done
 for s in "${SV[@]}"; do
-  case $s in segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | segorigin-content | segorigin-gzipoff | segorigin-access | segorigin-base | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
+  case $s in segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | segorigin-content | segorigin-gzipoff | segorigin-access | segorigin-uring | segorigin-base | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
 done
 
 tools=(go wrk curl)

@@ -281,14 +281,14 @@ lt_free_port() {
 # lt_start NAME BINDIR ROOT WORKDIR : starts server NAME (segorigin,
 # segorigin-nocache, segorigin-noinline, segorigin-nocold,
 # segorigin-fasthttp, segorigin-content, segorigin-gzipoff, segorigin-access,
-# segorigin-base (SEGORIGIN_BASE_BIN), nginx, nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
+# segorigin-uring, segorigin-base (SEGORIGIN_BASE_BIN), nginx, nethttp, fasthttpfs) on a loopback port. Sets LT_ADDR and LT_PID; the
 # caller may prefix the command with a wrapper in LT_WRAP (e.g. strace).
 lt_start() {
   local name=$1 bin=$2 root=$3 work=$4
   mkdir -p "$work"
   LT_ADDR="" LT_PID=""
   case $name in
-  segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | segorigin-content | segorigin-gzipoff | segorigin-access | segorigin-base | nethttp | fasthttpfs)
+  segorigin | segorigin-nocache | segorigin-noinline | segorigin-nocold | segorigin-fasthttp | segorigin-content | segorigin-gzipoff | segorigin-access | segorigin-uring | segorigin-base | nethttp | fasthttpfs)
     local extra=() exe=$name
     if [[ $name == segorigin* ]] && [ -n "${SEGORIGIN_FLAGS:-}" ]; then
       read -r -a extra <<<"$SEGORIGIN_FLAGS"
@@ -316,6 +316,10 @@ lt_start() {
     if [ "$name" = segorigin-access ]; then # the address check on: an origin closed to its CDN's ranges (and loopback)
       exe=segorigin
       extra+=(-access "allow 10.0.0.0/8; allow 172.16.0.0/12; allow 192.168.0.0/16; allow 198.51.100.0/24; allow 203.0.113.0/24; allow 127.0.0.0/8; deny all")
+    fi
+    if [ "$name" = segorigin-uring ]; then # the loops on io_uring instead of epoll
+      exe=segorigin
+      extra+=(-poller uring)
     fi
     if [ "$name" = segorigin-fasthttp ]; then # a goroutine per connection instead of the event loops
       exe=segorigin

@@ -312,4 +312,27 @@ func TestSmoke(t *testing.T) {
 			t.Errorf("syscalls.sh: no sendfile( in the syscall sequences:\n%s", report)
 		}
 	})
+	t.Run("syscalls_load.sh", func(t *testing.T) {
+		needTools(t, "perf")
+		if out, err := run(t, 10*time.Second, nil, "perf", "stat", "-e", "raw_syscalls:sys_enter", "true"); err != nil {
+			t.Skipf("perf cannot count syscalls here (tracepoints not readable?): %v\n%s", err, out)
+		}
+		out, err := run(t, 120*time.Second, []string{"SEGORIGIN_BIN=" + server}, "bash", "loadtest/syscalls_load.sh",
+			"-d", "1", "-rounds", "1", "-workloads", "W4", "-servers", "segorigin")
+		if err != nil {
+			t.Fatalf("syscalls_load.sh: %v\n%s", err, out)
+		}
+		// Each row: server, W, all, read, sendmsg, ...: every W4 answer
+		// is one sendmsg at least. (segorigin-uring is left out: a
+		// container may refuse io_uring.)
+		for _, srv := range []string{"segorigin"} {
+			row := regexp.MustCompile(`(?m)^` + srv + ` +W4 +([0-9.]+) +([0-9.]+) +([0-9.]+)`).FindStringSubmatch(out)
+			if row == nil {
+				t.Fatalf("syscalls_load.sh: no %s W4 row in:\n%s", srv, out)
+			}
+			if sendmsg, _ := strconv.ParseFloat(row[3], 64); sendmsg < 0.9 {
+				t.Errorf("syscalls_load.sh: %s makes %s sendmsg calls per W4 request, want about 1\n%s", srv, row[3], out)
+			}
+		}
+	})
 }

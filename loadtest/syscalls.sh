@@ -28,7 +28,7 @@ usage() {
 usage: bash loadtest/syscalls.sh [options]
   -n REQUESTS       keep-alive requests traced per server and workload (1000)
   -workloads LIST   comma-separated W1..W4 (W1,W2,W3,W4)
-  -servers LIST     comma-separated segorigin,nginx,nethttp,fasthttpfs (segorigin,nginx)
+  -servers LIST     comma-separated segorigin,segorigin-uring,nginx,nethttp,fasthttpfs (segorigin,nginx)
   -dir DIR          workload files: used if present, generated there if not
                     (default: a temporary directory, removed at the end)
   -seq W|none       also show the syscall sequence of 3 requests of W (W3)
@@ -62,7 +62,7 @@ IFS=, read -r -a WL <<<"$(echo "$WORKLOADS" | tr '[:lower:]' '[:upper:]')"
 IFS=, read -r -a SV <<<"$SERVERS"
 for w in "${WL[@]}"; do [[ $w =~ ^W[1-4]$ ]] || lt_die "unknown workload $w (W1-W4)"; done
 for s in "${SV[@]}"; do
-  case $s in segorigin | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
+  case $s in segorigin | segorigin-uring | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
 done
 SEQ=$(echo "$SEQ" | tr '[:lower:]' '[:upper:]')
 
@@ -194,7 +194,7 @@ report() {
     }
     {
       s = $1; w = $2; c = $3
-      k = (c ~ /^epoll/) ? "epoll" : (c == "nanosleep" ? "futex" : c)
+      k = (c ~ /^(epoll|io_uring)/) ? "epoll" : (c == "nanosleep" ? "futex" : c)
       calls[s, w, k] += $4; total[s, w] += $4
       all[s, w] = all[s, w] sprintf(" %s %.2f%s,", c, $4 / n, $5 > 0 ? sprintf(" (%.2f failed)", $5 / n) : "")
     }
@@ -203,13 +203,13 @@ report() {
       for (x = 1; x <= nw; x++) {
         w = wl[x]
         printf "\n%s: %s\n", w, desc[w]
-        printf "%-11s %7s", "server", "all"
+        printf "%-15s %7s", "server", "all"
         for (i = 1; i <= ncol; i++) printf " %9s", col[i] == "futex" ? "futex+ns" : col[i]
         printf "\n"
         for (k = 1; k <= ns; k++) {
           s = sv[k]
           if (!((s, w) in total)) continue
-          printf "%-11s %7.2f", s, total[s, w] / n
+          printf "%-15s %7.2f", s, total[s, w] / n
           for (i = 1; i <= ncol; i++) printf " %9.2f", calls[s, w, col[i]] / n
           printf "\n"
         }
@@ -218,7 +218,7 @@ report() {
           if ((s, w) in all) printf "  %s:%s\n", s, substr(all[s, w], 1, length(all[s, w]) - 1)
         }
       }
-      print "\n(epoll = epoll_wait, epoll_pwait and epoll_ctl; futex+ns = futex and nanosleep: Go runtime scheduling)"
+      print "\n(epoll = epoll_wait, epoll_pwait and epoll_ctl, or io_uring_enter and io_uring_register (-poller uring); futex+ns = futex and nanosleep: Go runtime scheduling)"
     }' "$RAW"
 }
 

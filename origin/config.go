@@ -164,6 +164,10 @@ type Config struct {
 	// Loops is the loop engine's number of event loops, each an OS thread
 	// (0: GOMAXPROCS).
 	Loops int
+	// Poller is how the loop engine's loops wait for readiness: "epoll",
+	// "uring" (io_uring; the server does not start where the kernel
+	// refuses it) or "auto" (io_uring, or epoll where it is refused).
+	Poller string
 
 	// ReadTimeout bounds reading one request (headers); WriteTimeout
 	// bounds writing one response; IdleTimeout bounds the wait for the next
@@ -347,6 +351,7 @@ func DefaultConfig() Config {
 		IdleTimeout:             75 * time.Second,
 		MaxHeaderBytes:          8192,
 		Engine:                  defaultEngine,
+		Poller:                  "epoll",
 		ColdReaders:             defaultColdReaders,
 		ColdQueue:               1024,
 		ColdDeadline:            5 * time.Second,

@@ -37,6 +37,7 @@ func (q *handler) newLoopServer(gl *conn.Listener) (*loopServer, error) {
 		Handler:      ls,
 		Logger:       q.log,
 		Stats:        &q.stats.Loop,
+		Poller:       q.cfg.Poller,
 	})
 	if err != nil {
 		return nil, err

@@ -277,6 +277,9 @@ func (c *Config) connSection() schema.Section {
 		{Name: "loops", Ptr: &c.Loops,
 			Usage: "event loops (OS threads) of -engine loop; 0: one per GOMAXPROCS",
 			Doc:   "event loops (OS threads) of `-engine loop`; 0: one per GOMAXPROCS"},
+		{Name: "poller", Ptr: &c.Poller,
+			Usage: "how -engine loop waits for sockets: epoll, uring (io_uring; no start where the kernel refuses it) or auto (uring, else epoll, logged once)",
+			Doc:   "how the loops of `-engine loop` wait for their sockets: `epoll`, `uring` (io_uring: one `io_uring_enter` a loop iteration submits every change and reaps every readiness; the server does not start where the kernel refuses io_uring) or `auto` (io_uring, or epoll where it is refused: EPERM under a container's seccomp profile or `kernel.io_uring_disabled`, ENOSYS; logged once and counted in `segorigin_loop_poller_fallbacks_total`). See docs/benchmarks.md for what each costs"},
 		{Name: "max-requests-per-conn", Ptr: &c.MaxRequestsPerConn,
 			Usage: "close a connection after this many requests (0: no limit)",
 			Doc:   "close a connection after N requests (0: no limit)"},
@@ -310,6 +313,11 @@ func (c *Config) checkConns() error {
 		}
 	default:
 		errs = append(errs, fmt.Errorf("engine: %q, want loop or fasthttp", c.Engine))
+	}
+	switch c.Poller {
+	case "epoll", "uring", "auto":
+	default:
+		errs = append(errs, fmt.Errorf("poller: %q, want epoll, uring or auto", c.Poller))
 	}
 	if c.Loops < 0 || c.Loops > 1024 {
 		errs = append(errs, fmt.Errorf("loops: %d, want 0..1024", c.Loops))

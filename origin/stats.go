@@ -203,11 +203,15 @@ func listenerMetrics(t *table, st *ListenerStats) {
 
 // loopMetrics declares the event loops' metrics (zero where none serves).
 func loopMetrics(t *table, st *LoopStats) {
-	t.one("loop_wakeups_total", "Event-loop wake-ups (epoll_wait returns), all loops.", st.Wakeups)
+	t.one("loop_wakeups_total", "Event-loop wake-ups (epoll_wait or io_uring_enter returns), all loops.", st.Wakeups)
 	t.one("loop_parks_total", "Times an idle event loop parked on Go's netpoller.", st.Parks)
 	t.one("loop_sends_total", "sendmsg and sendfile calls of the event loops.", st.Sends)
 	t.one("loop_short_sends_total", "Event-loop sends that filled the socket buffer (the connection then waits until it is writable).", st.ShortSends)
 	t.one("loop_timeouts_total", "Connections the event loops closed for a read, idle or write timeout.", st.Timeouts)
+	t.one("loop_uring_submissions_total", "io_uring submissions the kernel took from the loops' rings (-poller uring).", st.UringSubmissions)
+	t.one("loop_uring_completions_total", "io_uring completions the loops reaped (-poller uring).", st.UringCompletions)
+	t.one("loop_uring_enters_total", "io_uring_enter calls of the loops (-poller uring).", st.UringEnters)
+	t.one("loop_poller_fallbacks_total", "Loop engines that asked for -poller auto and use epoll because the kernel refused io_uring.", st.PollerFallbacks)
 }
 
 // cacheMetrics declares the file cache's metrics, read from its own

@@ -190,7 +190,7 @@ parts:
 		var want int64
 		var err error
 		if p.Mem != nil {
-			n, want, err = c.sendMem(r)
+			n, want, err = sendMem(c.fd, r)
 		} else {
 			budget := r.Allowance(l.now)
 			if budget <= 0 {
@@ -201,30 +201,30 @@ parts:
 			n, want, wait, err = c.sendFile(r, p, budget)
 			if wait {
 				l.handedOff = true
-				c.waitWritable(false)
+				c.setEvents(0)
 				return
 			}
 		}
 		l.e.stats.Sends.Add(1)
 		switch {
 		case errors.Is(err, unix.EAGAIN):
-			c.waitWritable(true)
+			c.setEvents(unix.EPOLLOUT)
 			return
 		case err != nil:
 			l.fail(c, err)
 			return
 		}
 		r.Cursor.Sent += n
-		c.advance(r, n)
+		advance(r, n)
 		if n < want {
 			l.e.stats.ShortSends.Add(1)
-			c.waitWritable(true)
+			c.setEvents(unix.EPOLLOUT)
 			return
 		}
 	}
 	switch more, ok := r.Next(); {
 	case !ok:
-		c.waitWritable(false) // More will Resume
+		c.setEvents(0) // More will Resume
 		return
 	case more:
 		goto parts
@@ -233,8 +233,8 @@ parts:
 }
 
 // sendMem sends the memory parts from r.Cursor.Part on, up to the next file part,
-// in one sendmsg; MSG_MORE when a file part follows.
-func (c *Conn) sendMem(r *Response) (n, want int64, err error) {
+// in one sendmsg on fd; MSG_MORE when a file part follows.
+func sendMem(fd int, r *Response) (n, want int64, err error) {
 	var iov [8]unix.Iovec
 	k := 0
 	i := r.Cursor.Part
@@ -258,7 +258,7 @@ func (c *Conn) sendMem(r *Response) (n, want int64, err error) {
 	if i < len(r.Parts) {
 		flags |= unix.MSG_MORE
 	}
-	m, err := sendmsg(c.fd, iov[:k], flags)
+	m, err := sendmsg(fd, iov[:k], flags)
 	return int64(m), want, err
 }
 
@@ -325,7 +325,7 @@ func (c *Conn) copyFile(p *Part, done, want int64) (n, _ int64, wait bool, err e
 
 // advance moves r's cursor n bytes on, past parts sent whole (and empty
 // ones).
-func (c *Conn) advance(r *Response, n int64) {
+func advance(r *Response, n int64) {
 	for r.Cursor.Part < len(r.Parts) {
 		left := r.Parts[r.Cursor.Part].Size() - r.Cursor.Off
 		if n < left {
@@ -338,18 +338,11 @@ func (c *Conn) advance(r *Response, n int64) {
 	}
 }
 
-// waitWritable waits for EPOLLOUT (out) or for nothing but errors (a
-// Ready hook will Resume): reading stops while a response is in flight,
-// or level-triggered EPOLLIN would wake the loop for every pipelined
-// byte.
-func (c *Conn) waitWritable(out bool) {
-	var ev uint32
-	if out {
-		ev = unix.EPOLLOUT
-	}
-	c.setEvents(ev)
-}
-
+// setEvents sets what c is watched for: EPOLLIN reading or idle;
+// EPOLLOUT while a response waits for room, or 0 (errors only) while
+// a Ready or More hook will Resume it: reading stops while a response is
+// in flight, or level-triggered EPOLLIN would wake the loop for every
+// pipelined byte.
 func (c *Conn) setEvents(ev uint32) {
 	if c.events == ev {
 		return

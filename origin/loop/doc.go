@@ -14,6 +14,15 @@
 //     holds the first, so an idle server costs no CPU. Every loop watches
 //     the one listening socket with EPOLLEXCLUSIVE, so the kernel wakes
 //     one loop per pending connection and accepts spread over the loops.
+//   - The poller (Config.Poller), how a loop learns what is ready, behind
+//     one seam (poller.go): epoll, or io_uring (uring.go, on a ring of
+//     the loop's own, ring.go), where one io_uring_enter a loop
+//     iteration submits every change of what is watched (one-shot poll
+//     requests) and reaps every readiness, the loop's goroutine locked
+//     to its thread (SINGLE_ISSUER, DEFER_TASKRUN). Reads and sends are
+//     the same system calls on both. PollerAuto takes io_uring where the
+//     kernel allows it and epoll where it refuses (a container's seccomp
+//     profile, kernel.io_uring_disabled), said once in the log.
 //   - Connections (Conn): the descriptor, a read buffer taken from the
 //     loop's pool only while a request is incomplete or being answered
 //     and given back when the connection goes idle, the response in

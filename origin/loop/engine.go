@@ -41,7 +41,19 @@ type Config struct {
 	// Stats, when set, is where the engine counts (several engines may
 	// share one); nil: counters of its own.
 	Stats *Stats
+	// Poller is how the loops learn what is ready: PollerEpoll (also
+	// ""), PollerUring (io_uring; New fails where the kernel refuses
+	// it) or PollerAuto (io_uring, or epoll where it is refused, said
+	// once in the log and counted in Stats.PollerFallbacks).
+	Poller string
 }
+
+// The pollers Config.Poller names.
+const (
+	PollerEpoll = "epoll"
+	PollerUring = "uring"
+	PollerAuto  = "auto"
+)
 
 // Handler is what an Engine calls on a loop's thread: the HTTP/1 layer,
 // as every transport calls it (wire.Handler).
@@ -53,6 +65,8 @@ type Engine struct {
 	log   *slog.Logger
 	loops []*loop
 	stats *Stats
+	// newPoller makes each loop's poller (Config.Poller).
+	newPoller func(*Stats) (poller, error)
 
 	mu       sync.Mutex // protects serving, loops and ln
 	serving  bool
@@ -85,7 +99,13 @@ func New(cfg Config) (*Engine, error) {
 	if st == nil {
 		st = new(Stats)
 	}
-	return &Engine{cfg: cfg, log: cfg.Logger, stats: st}, nil
+	e := &Engine{cfg: cfg, log: cfg.Logger, stats: st}
+	np, err := e.choosePoller(probeRing)
+	if err != nil {
+		return nil, err
+	}
+	e.newPoller = np
+	return e, nil
 }
 
 // Stats returns the engine's counters (live, not a copy).

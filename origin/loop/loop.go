@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -23,12 +22,10 @@ import (
 // the connections accepted on it.
 type loop struct {
 	e     *Engine
-	p     poller          // readiness of the listener, the eventfd and the connections
-	park  *os.File        // an epoll instance holding p's descriptor, on Go's netpoller: where an idle loop waits
-	rawPk syscall.RawConn // park's, for the wait
-	pkSet int64           // the deadline park has now (Unix ns; -1 none)
-	evfd  int             // eventfd: post wakes the loop through it
-	lfd   int             // the listening socket (shared by every loop); -1 once dropped
+	p     poller  // readiness of the listener, the eventfd and the connections
+	park  *parker // where an idle loop waits
+	evfd  int     // eventfd: post wakes the loop through it
+	lfd   int     // the listening socket (shared by every loop); -1 once dropped
 	conns []*Conn
 	nconn int
 	now   int64 // nanoseconds, read once per wake-up
@@ -62,21 +59,21 @@ type loop struct {
 type posted struct{ fn func() }
 
 func newLoop(e *Engine, lfd int) (*loop, error) {
-	p, err := newPoller()
+	p, err := e.newPoller(e.stats)
 	if err != nil {
 		return nil, err
 	}
-	evfd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	evfd, err := newEventfd(p)
 	if err != nil {
-		p.close()
-		return nil, fmt.Errorf("loop: eventfd: %w", err)
+		return nil, err
 	}
-	l := &loop{e: e, p: p, evfd: evfd, lfd: lfd, pkSet: -1, done: make(chan struct{})}
-	if err := l.openPark(); err != nil {
+	park, err := newParker(p)
+	if err != nil {
 		unix.Close(evfd)
 		p.close()
 		return nil, err
 	}
+	l := &loop{e: e, p: p, park: park, evfd: evfd, lfd: lfd, done: make(chan struct{})}
 	l.reading.timeout, l.idle.timeout, l.writing.timeout = e.cfg.ReadTimeout, e.cfg.IdleTimeout, e.cfg.WriteTimeout
 	l.lingering.timeout = lingerTimeout
 	l.paced.timeout = wire.PaceQuantum
@@ -96,6 +93,16 @@ func (l *loop) watchListener() error {
 		return fmt.Errorf("loop: listener: %w", err)
 	}
 	return nil
+}
+
+// newEventfd makes a non-blocking eventfd; on failure it closes owner.
+func newEventfd(owner interface{ close() error }) (int, error) {
+	fd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		owner.close()
+		return -1, fmt.Errorf("loop: eventfd: %w", err)
+	}
+	return fd, nil
 }
 
 // stop ends the loop: queued work runs (it finds its connections closed),
@@ -119,48 +126,10 @@ func (l *loop) stop() {
 	l.closeFDs()
 }
 
-// openPark makes the parking descriptor: an epoll instance whose one
-// entry is the poller's descriptor (readable while it has events ready),
-// given to Go's netpoller. The entry is armed only while
-// the loop is parked: armed for good, every event of a busy loop would
-// also wake the netpoller's thread for nothing.
-func (l *loop) openPark() error {
-	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("loop: epoll_create1 (park): %w", err)
-	}
-	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, l.p.fd(), &unix.EpollEvent{Fd: int32(l.p.fd())}); err != nil {
-		unix.Close(fd)
-		return fmt.Errorf("loop: epoll_ctl (park): %w", err)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil { // os.NewFile gives only a non-blocking descriptor to the netpoller
-		unix.Close(fd)
-		return fmt.Errorf("loop: park descriptor non-blocking: %w", err)
-	}
-	l.park = os.NewFile(uintptr(fd), "loop-park")
-	rc, err := l.park.SyscallConn()
-	if err != nil {
-		l.park.Close()
-		return fmt.Errorf("loop: park descriptor on the netpoller: %w", err)
-	}
-	l.rawPk = rc
-	return nil
-}
-
-// armPark sets what the parking descriptor's entry waits for: EPOLLIN
-// while parked, nothing otherwise.
-func (l *loop) armPark(ev uint32) error {
-	fd := int(l.park.Fd())
-	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_MOD, l.p.fd(), &unix.EpollEvent{Events: ev, Fd: int32(l.p.fd())}); err != nil {
-		return fmt.Errorf("loop: epoll_ctl (park): %w", err)
-	}
-	return nil
-}
-
 func (l *loop) closeFDs() {
 	unix.Close(l.evfd)
 	l.p.close()
-	l.park.Close()
+	l.park.close()
 }
 
 // run is the loop's goroutine; it returns when draining is over (no
@@ -179,10 +148,18 @@ func (l *loop) closeFDs() {
 // nor P, so an idle server costs no CPU and sysmon sleeps. Parking for
 // every short gap instead would wake sysmon from that sleep each time.
 // (The goroutine is not locked to its thread: locked, every wake-up from
-// the netpoller would be a hand-over between two threads.)
+// the netpoller would be a hand-over between two threads. The io_uring
+// poller locks it all the same: its ring runs completions only on the
+// thread that submits.)
 func (l *loop) run() {
 	defer close(l.done)
+	defer l.p.end()
 	defer l.stop()
+	if err := l.p.start(); err != nil {
+		l.e.log.Error("starting the poller failed: loop stops", "err", err)
+		l.closeAll()
+		return
+	}
 	events := make([]unix.EpollEvent, 256)
 	l.now = time.Now().UnixNano()
 	lastYield, lastEvent := l.now, l.now
@@ -202,7 +179,8 @@ func (l *loop) run() {
 			wait = activeWait
 		}
 		if long && l.now-lastEvent > int64(parkAfter) {
-			n, err = l.waitParked(events)
+			l.e.stats.Parks.Add(1)
+			n, err = l.park.wait(l.p, events, l.nextDeadline())
 		} else {
 			n, err = l.p.wait(events, wait)
 		}
@@ -242,45 +220,6 @@ const activeWait = 9
 // parkAfter is how long a loop with nothing to do keeps waiting in
 // epoll_wait before it parks.
 const parkAfter = 250 * time.Millisecond
-
-// waitParked waits on Go's netpoller until events are ready (returned) or the
-// loop's next deadline has passed (n 0).
-func (l *loop) waitParked(events []unix.EpollEvent) (n int, err error) {
-	next := l.nextDeadline()
-	if next != l.pkSet {
-		var d time.Time
-		if next >= 0 {
-			d = time.Unix(0, next)
-		}
-		if err := l.park.SetReadDeadline(d); err != nil {
-			return 0, fmt.Errorf("loop: deadline on the park descriptor: %w", err)
-		}
-		l.pkSet = next
-	}
-	if err := l.armPark(unix.EPOLLIN); err != nil {
-		return 0, err
-	}
-	l.e.stats.Parks.Add(1)
-	var werr error
-	rerr := l.rawPk.Read(func(uintptr) bool {
-		// Checked once the wait is armed: an event that came after the
-		// last epoll_wait raised no edge on the parking descriptor.
-		n, werr = l.p.wait(events, 0)
-		return n > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
-	})
-	if err := l.armPark(0); err != nil {
-		return 0, err
-	}
-	switch {
-	case werr != nil:
-		return n, werr
-	case errors.Is(rerr, os.ErrDeadlineExceeded):
-		return 0, nil
-	case rerr != nil:
-		return 0, fmt.Errorf("loop: wait on the epoll descriptor: %w", rerr)
-	}
-	return n, nil
-}
 
 // nextDeadline is when the loop's earliest wait ends (Unix ns, rounded up
 // to a millisecond, so that a parked loop's deadline changes at most once
@@ -599,7 +538,7 @@ func (l *loop) close(c *Conn) {
 		l.conns[c.fd] = nil
 		l.nconn--
 	}
-	// Closing the descriptor also takes it out of the epoll set.
+	l.p.forget(c.fd)
 	unix.Close(c.fd)
 	l.e.stats.Closed.Add(1)
 	l.e.cfg.Handler.Closed(c)

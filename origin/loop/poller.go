@@ -10,11 +10,17 @@ import (
 )
 
 // poller is how a loop learns which of its descriptors are ready: the
-// seam where a backend other than epoll (io_uring) plugs in without a
-// copy of the loop. Readiness is reported as unix.EpollEvent whatever the
-// backend: a descriptor and EPOLLIN, EPOLLOUT, EPOLLERR or EPOLLHUP bits.
-// Only the loop's thread calls it, but for close.
+// seam where a backend other than epoll (io_uring, uring.go) plugs in
+// without a copy of the loop. Readiness is reported as unix.EpollEvent
+// whatever the backend: a descriptor and EPOLLIN, EPOLLOUT, EPOLLERR or
+// EPOLLHUP bits, level-triggered (a descriptor still ready is reported
+// again by the next wait). Only the loop's thread calls it, but for add
+// before the loop starts, and close.
 type poller interface {
+	// start runs first on the loop's goroutine, before any wait; end
+	// runs last there.
+	start() error
+	end()
 	// add starts watching fd for ev (EPOLLIN, EPOLLOUT, or 0 for errors
 	// and hang-ups only; EPOLLEXCLUSIVE for a listener several loops
 	// share); mod changes what fd is watched for; del stops watching it.
@@ -22,25 +28,25 @@ type poller interface {
 	add(fd int, ev uint32) error
 	mod(fd int, ev uint32) error
 	del(fd int) error
+	// forget: fd, watched, is about to be closed.
+	forget(fd int)
 	// wait fills events with what is ready, waiting up to ms
 	// milliseconds (-1: until something is, 0: not at all). A wait of
 	// 0 to activeWait ms keeps the thread's P, as if the loop were
 	// running (the loop yields between such waits); a longer one is a
 	// blocking system call the runtime may take the P from.
 	wait(events []unix.EpollEvent, ms int) (int, error)
-	// fd is readable while events are ready: a parked loop waits for it
-	// on Go's netpoller.
+	// fd is readable while events are ready, between idle(true) and
+	// idle(false): a parked loop waits for it on Go's netpoller.
 	fd() int
+	idle(on bool)
 	close() error
 }
-
-// newPoller makes a loop's poller.
-var newPoller = newEpoll
 
 // epoll is the poller of every loop today: level-triggered epoll(7).
 type epoll struct{ epfd int }
 
-func newEpoll() (poller, error) {
+func newEpoll(*Stats) (poller, error) {
 	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("loop: epoll_create1: %w", err)
@@ -80,5 +86,9 @@ func (p *epoll) wait(events []unix.EpollEvent, ms int) (int, error) {
 	return int(r), nil
 }
 
-func (p *epoll) fd() int      { return p.epfd }
-func (p *epoll) close() error { return unix.Close(p.epfd) }
+func (p *epoll) fd() int       { return p.epfd }
+func (p *epoll) close() error  { return unix.Close(p.epfd) }
+func (p *epoll) start() error  { return nil }
+func (p *epoll) end()          {}
+func (p *epoll) idle(bool)     {}
+func (p *epoll) forget(fd int) {} // closing fd takes it out of the set

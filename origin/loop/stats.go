@@ -10,10 +10,15 @@ type Counters[C any] struct {
 	Accepted   C // connections accepted
 	Closed     C // connections closed
 	Timeouts   C // connections closed by a read, idle or write timeout
-	Wakeups    C // epoll_wait returns
+	Wakeups    C // returns from the poller's wait (epoll_wait or io_uring_enter)
 	Parks      C // waits an idle loop made on Go's netpoller
 	Sends      C // sendmsg and sendfile calls
 	ShortSends C // sends that filled the socket buffer (then wait for EPOLLOUT)
+	// The io_uring poller's (Config.Poller): SQEs the kernel took,
+	// completions reaped, io_uring_enter calls; and engines that asked
+	// for auto and fell back to epoll because io_uring was refused.
+	UringSubmissions, UringCompletions, UringEnters C
+	PollerFallbacks                                 C
 }
 
 // Stats are an engine's live counters.
