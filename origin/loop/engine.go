@@ -13,8 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"segorigin/origin/wire"
 )
 
@@ -96,7 +94,8 @@ func (e *Engine) Stats() *Stats { return e.stats }
 func (e *Engine) Draining() bool { return e.draining.Load() }
 
 // Serve runs the loops on ln until Shutdown, and returns when every loop
-// has ended and every connection is closed. Shutdown closes ln.
+// has ended and every connection is closed. Shutdown closes ln. With a
+// nil ln the loops serve adopted connections only (AdoptIO).
 func (e *Engine) Serve(ln *net.TCPListener) error {
 	e.mu.Lock()
 	if e.serving {
@@ -105,13 +104,9 @@ func (e *Engine) Serve(ln *net.TCPListener) error {
 	}
 	e.serving = true
 	e.mu.Unlock()
-	raw, err := ln.SyscallConn()
+	lfd, err := listenerFD(ln)
 	if err != nil {
-		return fmt.Errorf("loop: listener: %w", err)
-	}
-	lfd := -1
-	if err := raw.Control(func(fd uintptr) { lfd = int(fd) }); err != nil {
-		return fmt.Errorf("loop: listener: %w", err)
+		return err
 	}
 	loops := make([]*loop, 0, e.cfg.Loops)
 	for i := 0; i < e.cfg.Loops; i++ {
@@ -151,37 +146,7 @@ func (e *Engine) Serve(ln *net.TCPListener) error {
 // and receive handlers). The engine owns fd from the call on and closes
 // it, also when Adopt fails: before Serve has started the loops, once
 // Shutdown has begun, or when fd is no connected socket.
-func (e *Engine) Adopt(fd int) error {
-	e.mu.Lock()
-	loops := e.loops
-	e.mu.Unlock()
-	fail := func(err error) error {
-		unix.Close(fd)
-		return fmt.Errorf("loop: adopting a connection: %w", err)
-	}
-	switch {
-	case len(loops) == 0:
-		return fail(errors.New("the engine is not serving"))
-	case e.draining.Load():
-		return fail(errors.New("the engine is shutting down"))
-	}
-	sa, err := unix.Getpeername(fd)
-	if err != nil {
-		return fail(err)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		return fail(err)
-	}
-	l := loops[e.next.Add(1)%uint32(len(loops))]
-	l.post(func() {
-		if l.draining { // Shutdown began since (or the loop has ended)
-			unix.Close(fd)
-			return
-		}
-		l.register(fd, sockaddrToTCP(sa))
-	})
-	return nil
-}
+func (e *Engine) Adopt(fd int) error { return e.AdoptIO(fd, nil) }
 
 // dropListener has every loop stop watching the listener, then closes it,
 // so that the kernel refuses new connections at once (a listener left

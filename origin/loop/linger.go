@@ -41,6 +41,7 @@ func (l *loop) closeAfterResponse(c *Conn) {
 		l.close(c)
 		return
 	}
+	c.closing()
 	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
 		l.close(c)
 		return

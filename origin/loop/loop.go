@@ -84,6 +84,9 @@ func newLoop(e *Engine, lfd int) (*loop, error) {
 		l.closeFDs()
 		return nil, fmt.Errorf("loop: eventfd: %w", err)
 	}
+	if lfd < 0 { // adopted connections only
+		return l, nil
+	}
 	if err := l.watchListener(); err != nil {
 		l.closeFDs()
 		return nil, err
@@ -386,17 +389,17 @@ func (l *loop) accept() {
 			return
 		}
 		l.acceptWait = 0
-		l.register(fd, sockaddrToTCP(sa))
+		l.register(fd, sockaddrToTCP(sa), nil)
 	}
 }
 
 // register serves fd, a connected socket, on this loop: accepted from
 // the listener, or adopted (Engine.Adopt). The Handler may refuse it.
-func (l *loop) register(fd int, remote *net.TCPAddr) {
+func (l *loop) register(fd int, remote *net.TCPAddr, io ConnIO) {
 	// As Go's net package does for every TCP connection: small responses
 	// leave at once (MSG_MORE still joins a header to its body).
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	c := &Conn{fd: fd, l: l, remote: remote}
+	c := &Conn{fd: fd, l: l, remote: remote, io: io}
 	if lsa, err := unix.Getsockname(fd); err == nil {
 		c.local = sockaddrToTCP(lsa)
 	}
@@ -475,7 +478,7 @@ func (l *loop) read(c *Conn) {
 		l.process(c)
 		return
 	}
-	n, err := unix.Read(c.fd, c.in[len(c.in):cap(c.in)])
+	n, err := c.readIn(c.in[len(c.in):cap(c.in)])
 	switch {
 	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
 		return
@@ -599,6 +602,7 @@ func (l *loop) close(c *Conn) {
 		l.conns[c.fd] = nil
 		l.nconn--
 	}
+	c.closing()
 	// Closing the descriptor also takes it out of the epoll set.
 	unix.Close(c.fd)
 	l.e.stats.Closed.Add(1)

@@ -109,6 +109,20 @@ func startLoop(t *testing.T, h *lineHandler, mod func(*loop.Config)) (string, *l
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // after serveEngine's (cleanups run last first)
+		ln.Close()
+		h.pending.Wait()
+		for _, err := range h.errs {
+			t.Error(err)
+		}
+	})
+	serveEngine(t, e, ln)
+	return ln.Addr().String(), e
+}
+
+// serveEngine serves ln (nil: adopted connections only) with e until
+// the test's cleanup shuts it down, which checks that both end cleanly.
+func serveEngine(t *testing.T, e *loop.Engine, ln *net.TCPListener) {
 	done := make(chan error, 1)
 	go func() { done <- e.Serve(ln) }()
 	t.Cleanup(func() {
@@ -120,13 +134,7 @@ func startLoop(t *testing.T, h *lineHandler, mod func(*loop.Config)) (string, *l
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
-		ln.Close()
-		h.pending.Wait()
-		for _, err := range h.errs {
-			t.Error(err)
-		}
 	})
-	return ln.Addr().String(), e
 }
 
 func testFile(t *testing.T, size int) (*os.File, []byte) {

@@ -1,0 +1,109 @@
+//go:build linux
+
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// ConnIO is an adopted connection's own read and close, for a socket
+// whose bytes are not all the peer's request stream: on a socket whose
+// TLS records the kernel opens (kTLS), a read fails with EIO at a
+// control record, which must be read and acted on, and the server's
+// close is preceded by a close_notify record. It is readiness-based:
+// Read is called when the socket is readable, as read(2) would be, and
+// never blocks. Sends are the loop's own (the kernel seals them). Its
+// methods run on the loop's thread.
+type ConnIO interface {
+	// Read reads into p as read(2) on the connection's socket: EAGAIN
+	// when nothing is ready (the loop waits for the next readiness),
+	// 0 or another error when the connection ends.
+	Read(p []byte) (int, error)
+	// Closing is called before the server shuts the socket's write
+	// side (a lingering close) and before it closes the socket: its last
+	// words, sent once, best effort and without blocking.
+	Closing()
+}
+
+// AdoptIO is Adopt with io reading and closing the connection (nil: the
+// plain socket). Handler.Accept finds io in Conn.IO.
+func (e *Engine) AdoptIO(fd int, io ConnIO) error {
+	e.mu.Lock()
+	loops := e.loops
+	e.mu.Unlock()
+	fail := func(err error) error {
+		unix.Close(fd)
+		return fmt.Errorf("loop: adopting a connection: %w", err)
+	}
+	switch {
+	case len(loops) == 0:
+		return fail(errors.New("the engine is not serving"))
+	case e.draining.Load():
+		return fail(errors.New("the engine is shutting down"))
+	}
+	sa, err := unix.Getpeername(fd)
+	if err != nil {
+		return fail(err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return fail(err)
+	}
+	l := loops[e.next.Add(1)%uint32(len(loops))]
+	l.post(func() {
+		if l.draining { // Shutdown began since (or the loop has ended)
+			unix.Close(fd)
+			return
+		}
+		l.register(fd, sockaddrToTCP(sa), io)
+	})
+	return nil
+}
+
+// listenerFD is ln's descriptor, or -1 for no listener (adopted
+// connections only).
+func listenerFD(ln *net.TCPListener) (int, error) {
+	if ln == nil {
+		return -1, nil
+	}
+	raw, err := ln.SyscallConn()
+	if err != nil {
+		return -1, fmt.Errorf("loop: listener: %w", err)
+	}
+	lfd := -1
+	if err := raw.Control(func(fd uintptr) { lfd = int(fd) }); err != nil {
+		return -1, fmt.Errorf("loop: listener: %w", err)
+	}
+	return lfd, nil
+}
+
+// IO is what reads and closes c when it was adopted with one (AdoptIO),
+// or nil.
+func (c *Conn) IO() ConnIO { return c.io }
+
+// readIn reads what arrived into p.
+func (c *Conn) readIn(p []byte) (int, error) {
+	if c.io != nil {
+		return c.io.Read(p)
+	}
+	return unix.Read(c.fd, p)
+}
+
+// closing gives c's ConnIO its last words.
+func (c *Conn) closing() {
+	if c.io != nil {
+		c.io.Closing()
+	}
+}
+
+// view is c as a net.Conn for fasthttp: the ConnIO's view of it when it
+// has one (an HTTPS connection answers ConnectionState).
+func (c *Conn) view(v net.Conn) net.Conn {
+	if w, ok := c.io.(interface{ View(net.Conn) net.Conn }); ok {
+		return w.View(v)
+	}
+	return v
+}
