@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 
+	"segorigin/origin/conn"
+	"segorigin/origin/loop"
 	"segorigin/origin/stream"
 )
 
@@ -15,7 +17,9 @@ import (
 // header.
 type streamServer struct {
 	*h1Server
-	srv *stream.Server
+	srv   *stream.Server
+	tls   *conn.TLS    // the HTTPS side, when a listener is HTTPS (startTLSLoops)
+	loops *loop.Engine // where HTTPS connections whose records the kernel opens go; nil: none
 }
 
 func (q *handler) newStreamServer() *streamServer {
@@ -47,6 +51,9 @@ func (ss *streamServer) shutdown(ctx context.Context) error {
 
 // Accept: the listener admitted the connection already.
 func (ss *streamServer) Accept(c *stream.Conn) bool {
+	if ss.handOff(c) {
+		return false // an event loop serves it now (tlsloops_linux.go)
+	}
 	c.SetState(&h1ConnState{})
 	return true
 }

@@ -93,6 +93,28 @@ func checkTLSPaths(t *testing.T, ts *testServer, m tlsMode) {
 			t.Errorf("%s: %d hand-over attempts after a failed probe, want 0", m.name, n)
 		}
 	}
+	checkTLSTransport(t, tl, m, kernel)
+}
+
+// checkTLSTransport: every handshaken connection is counted where it was
+// served. Only a socket the kernel itself opens can go to an event loop:
+// the emulator's connections stay on their goroutine, with both
+// directions handed over, and without a kTLS kernel all are userspace.
+func checkTLSTransport(t *testing.T, tl origin.TLSStats, m tlsMode, kernel bool) {
+	t.Helper()
+	hs := tl.Handshakes
+	if n := tl.TransportLoopKTLS + tl.TransportStreamKTLS + tl.TransportStreamKTLSTX + tl.TransportStreamUserspace; n != hs {
+		t.Errorf("%s: %d connections counted by transport, of %d handshakes", m.name, n, hs)
+	}
+	if n := tl.HandOffDetach + tl.HandOffEngine + tl.HandOffLimit; n != 0 {
+		t.Errorf("%s: %d failed hand-overs to the loops, want 0", m.name, n)
+	}
+	switch {
+	case m.emulate && tl.TransportStreamKTLS != hs:
+		t.Errorf("%s: %d connections on stream_ktls, of %d handshakes; want all", m.name, tl.TransportStreamKTLS, hs)
+	case !m.emulate && !kernel && tl.TransportStreamUserspace != hs:
+		t.Errorf("%s: %d connections on stream_userspace, of %d handshakes; want all", m.name, tl.TransportStreamUserspace, hs)
+	}
 }
 
 // kernelHasKTLS: the server's start-up probe found kTLS.

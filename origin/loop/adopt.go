@@ -24,9 +24,12 @@ type ConnIO interface {
 	// 0 or another error when the connection ends.
 	Read(p []byte) (int, error)
 	// Closing is called before the server shuts the socket's write
-	// side (a lingering close) and before it closes the socket: its last
-	// words, sent once, best effort and without blocking.
-	Closing()
+	// side and before it closes the socket: its last words, sent once
+	// and without blocking. false: the socket has no room for them yet;
+	// on a clean close (after a response) the loop waits until it has
+	// (under the write timeout) and calls it again, on any other it
+	// closes without them.
+	Closing() bool
 }
 
 // AdoptIO is Adopt with io reading and closing the connection (nil: the
@@ -63,6 +66,14 @@ func (e *Engine) AdoptIO(fd int, io ConnIO) error {
 	return nil
 }
 
+// Serving reports whether the engine's loops run and take adopted
+// connections (Serve has started them, Shutdown has not begun).
+func (e *Engine) Serving() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.loops) > 0 && !e.draining.Load()
+}
+
 // listenerFD is ln's descriptor, or -1 for no listener (adopted
 // connections only).
 func listenerFD(ln *net.TCPListener) (int, error) {
@@ -92,11 +103,25 @@ func (c *Conn) readIn(p []byte) (int, error) {
 	return unix.Read(c.fd, p)
 }
 
-// closing gives c's ConnIO its last words.
+// closing gives c's ConnIO its last words, best effort.
 func (c *Conn) closing() {
 	if c.io != nil {
 		c.io.Closing()
 	}
+}
+
+// lastWord gives c's ConnIO its last words before a clean close: false
+// when the socket has no room for them yet, and c waits for room (under
+// the write timeout), when closeAfterResponse runs again.
+func (c *Conn) lastWord() bool {
+	if c.io == nil || c.io.Closing() {
+		c.wordWait = false
+		return true
+	}
+	c.wordWait = true
+	c.l.writing.push(c, c.l.now)
+	c.setEvents(unix.EPOLLOUT)
+	return false
 }
 
 // view is c as a net.Conn for fasthttp: the ConnIO's view of it when it

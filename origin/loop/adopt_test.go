@@ -4,6 +4,7 @@ package loop_test
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 type lowerIO struct {
 	fd      int
 	closing atomic.Int32
+	busy    int32 // Closing's first calls find no room for the last word
 }
 
 func (l *lowerIO) Read(p []byte) (int, error) {
@@ -31,10 +33,15 @@ func (l *lowerIO) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (l *lowerIO) Closing() {
-	if l.closing.Add(1) == 1 {
+func (l *lowerIO) Closing() bool {
+	n := l.closing.Add(1)
+	switch {
+	case n <= l.busy:
+		return false
+	case n == l.busy+1:
 		unix.Write(l.fd, []byte("<closing>"))
 	}
+	return true
 }
 
 // viewed is how the engine's NetConn shows a connection whose ConnIO has
@@ -62,8 +69,15 @@ func (h *ioHandler) Accept(c *loop.Conn) bool {
 // adopted with a ConnIO: requests are what the ConnIO reads (lowered
 // here, as the kernel decrypts a kTLS socket's records), the Handler
 // finds the ConnIO and its view, responses go out as on any connection,
-// and the ConnIO's last word precedes the close, once.
+// and the ConnIO's last word precedes the close, once; when the socket
+// has no room for it at first, the close waits until it has.
 func TestAdoptIO(t *testing.T) {
+	for _, busy := range []int32{0, 2} {
+		t.Run(fmt.Sprintf("busy%d", busy), func(t *testing.T) { testAdoptIO(t, busy) })
+	}
+}
+
+func testAdoptIO(t *testing.T, busy int32) {
 	h := &ioHandler{}
 	e, err := loop.New(loop.Config{Loops: 1, Handler: h, ReadBuffer: 4096})
 	if err != nil {
@@ -77,7 +91,7 @@ func TestAdoptIO(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		fd := dupFD(t, server)
-		io1 = &lowerIO{fd: fd}
+		io1 = &lowerIO{fd: fd, busy: busy}
 		err := e.AdoptIO(fd, io1)
 		if err == nil {
 			break
@@ -99,8 +113,8 @@ func TestAdoptIO(t *testing.T) {
 	if want := "mmmmmbye\n<closing>"; string(got) != want {
 		t.Errorf("adopted connection answered %q, want %q", got, want)
 	}
-	if n := io1.closing.Load(); n < 1 {
-		t.Errorf("Closing called %d times, want at least once", n)
+	if n := io1.closing.Load(); n < busy+1 {
+		t.Errorf("Closing called %d times, want at least %d", n, busy+1)
 	}
 	if !h.sawIO.Load() || !h.sawView.Load() {
 		t.Errorf("at accept: Conn.IO was the ConnIO: %v; NetConn its view: %v", h.sawIO.Load(), h.sawView.Load())

@@ -36,7 +36,8 @@ type Conn struct {
 
 	remote, local *net.TCPAddr
 
-	io ConnIO // an adopted connection's own read and close (AdoptIO); nil: the plain socket
+	io       ConnIO // an adopted connection's own read and close (AdoptIO); nil: the plain socket
+	wordWait bool   // a clean close waits for room for io's last words (lastWord)
 
 	// Value is the Handler's, for its per-connection state.
 	Value any

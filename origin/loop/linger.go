@@ -34,14 +34,13 @@ func (c *Conn) LingerOnClose() { c.lingerWanted = true }
 // dropped until the client closes or lingerTimeout passes. A draining
 // loop closes at once.
 func (l *loop) closeAfterResponse(c *Conn) {
-	if c.closed {
+	if c.closed || !c.lastWord() {
 		return
 	}
 	if l.draining || !(c.lingerWanted || unread(c.fd)) {
 		l.close(c)
 		return
 	}
-	c.closing()
 	if err := unix.Shutdown(c.fd, unix.SHUT_WR); err != nil {
 		l.close(c)
 		return

@@ -454,6 +454,8 @@ func (l *loop) event(c *Conn, ev uint32) {
 	case ev&(unix.EPOLLERR|unix.EPOLLHUP) != 0:
 		// Reset or gone both ways: nothing can be sent or read.
 		l.fail(c, errPeerGone)
+	case ev&unix.EPOLLOUT != 0 && c.wordWait:
+		l.closeAfterResponse(c) // room for its ConnIO's last words now
 	case ev&unix.EPOLLOUT != 0 && c.resp != nil:
 		c.flush()
 		if !c.closed && c.resp == nil {

@@ -1,0 +1,79 @@
+//go:build linux
+
+package origin
+
+import (
+	"net"
+	"sync"
+	"time"
+
+	"segorigin/origin/conn"
+	"segorigin/origin/loop"
+	"segorigin/origin/stream"
+)
+
+// startTLSLoops prepares the HTTPS side of the stream transport before it
+// serves: every connection's handshake runs on its goroutine, and where
+// the kernel seals and opens its records and the loops are the engine,
+// the socket goes to event loops of its own (a loop engine serving no
+// listener) for the rest of its life. The loops run in wg until the drain
+// (shutdownConns).
+func (eng *engines) startTLSLoops(q *handler, wrapped []net.Listener, wg *sync.WaitGroup, errc chan<- error) {
+	ss, ok := eng.conns.(*streamServer)
+	if !ok {
+		return
+	}
+	for _, wl := range wrapped {
+		if ss.tls = conn.Of(wl); ss.tls != nil {
+			break
+		}
+	}
+	if ss.tls == nil || ss.tls.TransportPath(q.cfg.Engine == EngineLoop) != "loop_ktls" {
+		return
+	}
+	ls, err := q.newLoopServer(nil)
+	if err != nil {
+		q.log.Error("HTTPS stays on the stream transport: no event loops for it", "err", err)
+		return
+	}
+	eng.tlsLoops, ss.loops = ls, ls.eng
+	wg.Go(func() {
+		if err := ls.eng.Serve(nil); err != nil {
+			errc <- err
+		}
+	})
+}
+
+// handOff runs an HTTPS connection's handshake at accept, under
+// ReadTimeout as its first read would, and hands it to the HTTPS loops
+// when the kernel seals and opens its records: true when it went (or
+// was lost on the way, counted).
+func (ss *streamServer) handOff(c *stream.Conn) bool {
+	if ss.tls == nil {
+		return false
+	}
+	nc := c.Underlying()
+	if d := ss.s.cfg.ReadTimeout; d > 0 {
+		nc.SetReadDeadline(time.Now().Add(d))
+	}
+	var adopt func(int, *conn.LoopConn) error
+	if ss.loops != nil && ss.loops.Serving() {
+		adopt = func(fd int, lc *conn.LoopConn) error { return ss.loops.AdoptIO(fd, lc) }
+	}
+	return ss.tls.HandOff(nc, adopt)
+}
+
+// acceptTLS admits an HTTPS connection the stream transport handed over,
+// under its listener's limits again (the hand-over gave its place back),
+// with the client its PROXY header named, if any, already read.
+func (ls *loopServer) acceptTLS(c *loop.Conn, lc *conn.LoopConn) bool {
+	if !lc.Admit() {
+		c.Reset()
+		return false
+	}
+	if a := lc.Remote(); a != nil {
+		c.SetRemote(a)
+	}
+	c.SetState(&h1ConnState{})
+	return true
+}
