@@ -3,8 +3,8 @@ package origin
 import (
 	"context"
 	"net"
+	"sync/atomic"
 
-	"segorigin/origin/conn"
 	"segorigin/origin/loop"
 	"segorigin/origin/stream"
 )
@@ -18,8 +18,7 @@ import (
 type streamServer struct {
 	*h1Server
 	srv   *stream.Server
-	tls   *conn.TLS    // the HTTPS side, when a listener is HTTPS (startTLSLoops)
-	loops *loop.Engine // where HTTPS connections whose records the kernel opens go; nil: none
+	loops atomic.Pointer[loop.Engine] // where HTTPS connections whose records the kernel opens go (startTLSLoops); nil: none
 }
 
 func (q *handler) newStreamServer() *streamServer {

@@ -292,7 +292,6 @@ type engines struct {
 // server that stops with an error reports it on errc.
 func startEngines(q *handler, listeners, wrapped []net.Listener, gates []*conn.Listener, wg *sync.WaitGroup, errc chan<- error) *engines {
 	eng := &engines{conns: q.newConnServer()}
-	eng.startTLSLoops(q, wrapped, wg, errc)
 	for i, ln := range listeners {
 		wl := wrapped[i]
 		if ls := q.loopFor(ln, wl); ls != nil {
@@ -311,6 +310,7 @@ func startEngines(q *handler, listeners, wrapped []net.Listener, gates []*conn.L
 			}
 		})
 	}
+	eng.startTLSLoops(q, wrapped, wg, errc)
 	return eng
 }
 

@@ -12,23 +12,30 @@ import (
 	"segorigin/origin/stream"
 )
 
-// startTLSLoops prepares the HTTPS side of the stream transport before it
-// serves: every connection's handshake runs on its goroutine, and where
-// the kernel seals and opens its records and the loops are the engine,
-// the socket goes to event loops of its own (a loop engine serving no
-// listener) for the rest of its life. The loops run in wg until the drain
-// (shutdownConns).
+// startTLSLoops prepares the HTTPS side of the stream transport, which
+// already serves: every connection's handshake runs on its goroutine,
+// and where the kernel seals and opens its records and the loops are the
+// engine, the socket goes to event loops for the rest of its life: those
+// of the first plain listener (one set of loops for both, as nginx's
+// workers serve both), or loops of its own (an engine serving no
+// listener, running in wg until the drain: shutdownConns) when HTTPS is
+// served alone.
 func (eng *engines) startTLSLoops(q *handler, wrapped []net.Listener, wg *sync.WaitGroup, errc chan<- error) {
 	ss, ok := eng.conns.(*streamServer)
 	if !ok {
 		return
 	}
+	var st *conn.TLS
 	for _, wl := range wrapped {
-		if ss.tls = conn.Of(wl); ss.tls != nil {
+		if st = conn.Of(wl); st != nil {
 			break
 		}
 	}
-	if ss.tls == nil || ss.tls.TransportPath(q.cfg.Engine == EngineLoop) != "loop_ktls" {
+	if st == nil || st.TransportPath(q.cfg.Engine == EngineLoop) != "loop_ktls" {
+		return
+	}
+	if len(eng.loops) > 0 {
+		ss.loops.Store(eng.loops[0].eng)
 		return
 	}
 	ls, err := q.newLoopServer(nil)
@@ -36,7 +43,8 @@ func (eng *engines) startTLSLoops(q *handler, wrapped []net.Listener, wg *sync.W
 		q.log.Error("HTTPS stays on the stream transport: no event loops for it", "err", err)
 		return
 	}
-	eng.tlsLoops, ss.loops = ls, ls.eng
+	eng.tlsLoops = ls
+	ss.loops.Store(ls.eng)
 	wg.Go(func() {
 		if err := ls.eng.Serve(nil); err != nil {
 			errc <- err
@@ -49,18 +57,18 @@ func (eng *engines) startTLSLoops(q *handler, wrapped []net.Listener, wg *sync.W
 // when the kernel seals and opens its records: true when it went (or
 // was lost on the way, counted).
 func (ss *streamServer) handOff(c *stream.Conn) bool {
-	if ss.tls == nil {
+	nc := c.Underlying()
+	if !conn.IsTLS(nc) {
 		return false
 	}
-	nc := c.Underlying()
 	if d := ss.s.cfg.ReadTimeout; d > 0 {
 		nc.SetReadDeadline(time.Now().Add(d))
 	}
 	var adopt func(int, *conn.LoopConn) error
-	if ss.loops != nil && ss.loops.Serving() {
-		adopt = func(fd int, lc *conn.LoopConn) error { return ss.loops.AdoptIO(fd, lc) }
+	if e := ss.loops.Load(); e != nil && e.Serving() {
+		adopt = func(fd int, lc *conn.LoopConn) error { return e.AdoptIO(fd, lc) }
 	}
-	return ss.tls.HandOff(nc, adopt)
+	return conn.HandOff(nc, adopt)
 }
 
 // acceptTLS admits an HTTPS connection the stream transport handed over,

@@ -39,7 +39,8 @@ type LoopConn struct {
 }
 
 // HandOff runs nc's handshake, unless done (under the read deadline the
-// caller set), and counts where the connection is served. When the
+// caller set), when nc is HTTPS (a TLS listener's: Wrap), and counts
+// where the connection is served. When the
 // kernel seals and opens its records and adopt is set, nc's socket goes
 // to an event loop: adopt gets a duplicate of its descriptor, which it
 // owns from then on (it closes it, also on failure), and the LoopConn
@@ -47,11 +48,12 @@ type LoopConn struct {
 // the gate given back (the loop's Handler admits it again: Admit).
 // handed: nc is gone (on a loop, or lost because adopt failed); else it
 // stays where it is, and a failed handshake is its first Read's error.
-func (st *TLS) HandOff(nc net.Conn, adopt func(fd int, lc *LoopConn) error) (handed bool) {
+func HandOff(nc net.Conn, adopt func(fd int, lc *LoopConn) error) (handed bool) {
 	c, ok := nc.(*tlsConn)
 	if !ok || c.handshake() != nil {
 		return false
 	}
+	st := c.tls
 	stats := st.stats
 	switch {
 	case c.rx == nil && c.off.Load() != nil:

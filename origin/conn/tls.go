@@ -102,7 +102,7 @@ type TLSCounters[C any] struct {
 	PathKTLSTX    C
 	PathKTLSBoth  C
 
-	// Where each handshaken connection is served (TLS.HandOff): on an
+	// Where each handshaken connection is served (HandOff): on an
 	// event loop (the kernel seals and opens; LoopConn), or on a
 	// goroutine of its own (the stream transport) with the kernel sealing
 	// and opening (the loops are not the engine, or the hand-over
@@ -434,6 +434,13 @@ func (st *TLS) PollCertificates(ctx context.Context) {
 		return
 	}
 	st.certs.poll(ctx, st.cfg.ReloadEvery)
+}
+
+// IsTLS reports whether c is an HTTPS connection of a TLS listener
+// (Wrap).
+func IsTLS(c net.Conn) bool {
+	_, ok := c.(*tlsConn)
+	return ok
 }
 
 // Of is the HTTPS side serving ln when ln is one of its listeners
