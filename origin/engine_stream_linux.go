@@ -19,10 +19,11 @@ type streamServer struct {
 	*h1Server
 	srv   *stream.Server
 	loops atomic.Pointer[loop.Engine] // where HTTPS connections whose records the kernel opens go (startTLSLoops); nil: none
+	ready chan struct{}               // closed once startTLSLoops has set loops, or decided on none
 }
 
 func (q *handler) newStreamServer() *streamServer {
-	ss := &streamServer{h1Server: q.newH1Server(nil)}
+	ss := &streamServer{h1Server: q.newH1Server(nil), ready: make(chan struct{})}
 	ss.srv = stream.New(stream.Config{
 		ReadBuffer:      h1FirstBuffer,
 		ReadTimeout:     q.cfg.ReadTimeout,

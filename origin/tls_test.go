@@ -99,7 +99,8 @@ func checkTLSPaths(t *testing.T, ts *testServer, m tlsMode) {
 // checkTLSTransport: every handshaken connection is counted where it was
 // served. Only a socket the kernel itself opens can go to an event loop:
 // the emulator's connections stay on their goroutine, with both
-// directions handed over, and without a kTLS kernel all are userspace.
+// directions handed over; without a kTLS kernel all are userspace, and
+// with one all go to the loops.
 func checkTLSTransport(t *testing.T, tl origin.TLSStats, m tlsMode, kernel bool) {
 	t.Helper()
 	hs := tl.Handshakes
@@ -114,6 +115,10 @@ func checkTLSTransport(t *testing.T, tl origin.TLSStats, m tlsMode, kernel bool)
 		t.Errorf("%s: %d connections on stream_ktls, of %d handshakes; want all", m.name, tl.TransportStreamKTLS, hs)
 	case !m.emulate && !kernel && tl.TransportStreamUserspace != hs:
 		t.Errorf("%s: %d connections on stream_userspace, of %d handshakes; want all", m.name, tl.TransportStreamUserspace, hs)
+	case !m.emulate && kernel && tl.TransportLoopKTLS != hs:
+		// A kTLS kernel (4.17 and later opens records): every
+		// connection is served by the event loops.
+		t.Errorf("%s: %d connections on loop_ktls, of %d handshakes; want all", m.name, tl.TransportLoopKTLS, hs)
 	}
 }
 

@@ -25,6 +25,7 @@ func (eng *engines) startTLSLoops(q *handler, wrapped []net.Listener, wg *sync.W
 	if !ok {
 		return
 	}
+	defer close(ss.ready)
 	var st *conn.TLS
 	for _, wl := range wrapped {
 		if st = conn.Of(wl); st != nil {
@@ -52,6 +53,10 @@ func (eng *engines) startTLSLoops(q *handler, wrapped []net.Listener, wg *sync.W
 	})
 }
 
+// loopsStartWait bounds how long a connection waits for the loops to
+// start; past it, it stays on its goroutine (stream_ktls).
+const loopsStartWait = 5 * time.Second
+
 // handOff runs an HTTPS connection's handshake at accept, under
 // ReadTimeout as its first read would, and hands it to the HTTPS loops
 // when the kernel seals and opens its records: true when it went (or
@@ -64,8 +69,11 @@ func (ss *streamServer) handOff(c *stream.Conn) bool {
 	if d := ss.s.cfg.ReadTimeout; d > 0 {
 		nc.SetReadDeadline(time.Now().Add(d))
 	}
+	// The stream transport serves before the loops are chosen and
+	// started (microseconds): the first connections wait for them.
+	<-ss.ready
 	var adopt func(int, *conn.LoopConn) error
-	if e := ss.loops.Load(); e != nil && e.Serving() {
+	if e := ss.loops.Load(); e != nil && e.WaitServing(loopsStartWait) {
 		adopt = func(fd int, lc *conn.LoopConn) error { return e.AdoptIO(fd, lc) }
 	}
 	return conn.HandOff(nc, adopt)

@@ -15,13 +15,14 @@ import (
 // TestKTLSRealKernel boots the distribution's kernel, which has kTLS
 // (tls.ko), under qemu with the real segorigin and the client of
 // ./vmclient, and judges what the client prints: every case of
-// Expected(PlanFull) on one vCPU, then Expected(PlanSMP) on two. It
+// Expected(PlanFull) on one vCPU, then Expected(PlanSMP) on two, then
+// origin's conformance and parity tests (PlanConformance) on two. It
 // never skips, except under -short: a missing tool, a kernel that cannot
 // be fetched or a guest that does not boot fails it, with the console.
 func TestKTLSRealKernel(t *testing.T) {
 	testreq.Slow(t, "boots a kernel under qemu's emulation twice (minutes of CPU)")
 	ctx := context.Background()
-	k, initrd, accel := prepareGuest(t, nil)
+	k, initrd, accel := prepareGuest(t, originTestFiles(t))
 	for _, b := range []struct {
 		plan    string
 		cpus    int
@@ -29,6 +30,7 @@ func TestKTLSRealKernel(t *testing.T) {
 	}{
 		{PlanFull, 1, 300 * time.Second},
 		{PlanSMP, 2, 200 * time.Second},
+		{PlanConformance, 2, 400 * time.Second},
 	} {
 		t.Run(b.plan, func(t *testing.T) {
 			start := time.Now()

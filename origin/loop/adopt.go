@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -72,6 +73,20 @@ func (e *Engine) Serving() bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return len(e.loops) > 0 && !e.draining.Load()
+}
+
+// WaitServing waits up to d for Serve to set the loops up, and reports
+// whether they take adopted connections (Serving).
+func (e *Engine) WaitServing(d time.Duration) bool {
+	if !e.Serving() {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-e.started:
+		case <-t.C:
+		}
+	}
+	return e.Serving()
 }
 
 // listenerFD is ln's descriptor, or -1 for no listener (adopted

@@ -57,6 +57,7 @@ type Engine struct {
 	ln       *net.TCPListener
 	draining atomic.Bool
 	next     atomic.Uint32 // the loop the next adopted connection goes to (round robin)
+	started  chan struct{} // closed once Serve has set the loops up (WaitServing)
 }
 
 // New validates cfg and builds an engine; Serve starts it.
@@ -83,7 +84,7 @@ func New(cfg Config) (*Engine, error) {
 	if st == nil {
 		st = new(Stats)
 	}
-	return &Engine{cfg: cfg, log: cfg.Logger, stats: st}, nil
+	return &Engine{cfg: cfg, log: cfg.Logger, stats: st, started: make(chan struct{})}, nil
 }
 
 // Stats returns the engine's counters (live, not a copy).
@@ -124,6 +125,7 @@ func (e *Engine) Serve(ln *net.TCPListener) error {
 	e.loops, e.ln = loops, ln
 	drained := e.draining.Load()
 	e.mu.Unlock()
+	close(e.started)
 	var wg sync.WaitGroup
 	for _, l := range loops {
 		wg.Go(l.run)

@@ -78,6 +78,12 @@ func main() {
 		}
 	case ktlsvm.PlanSMP:
 		env.runSMP()
+	case ktlsvm.PlanConformance:
+		env.conformance()
+		if !rep.Done(*plan) {
+			os.Exit(1)
+		}
+		return
 	case ktlsvm.PlanMeasure:
 		env.measure()
 		if !rep.Done(*plan) {
