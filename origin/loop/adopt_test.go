@@ -83,23 +83,20 @@ func testAdoptIO(t *testing.T, busy int32) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if e.Serving() {
+		t.Fatal("Serving before Serve")
+	}
 	serveEngine(t, e, nil)
+	if !e.WaitServing(5 * time.Second) {
+		t.Fatal("the loops of an engine serving no listener did not start")
+	}
 
 	client, server := tcpPair(t)
 	defer client.Close()
-	var io1 *lowerIO
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		fd := dupFD(t, server)
-		io1 = &lowerIO{fd: fd, busy: busy}
-		err := e.AdoptIO(fd, io1)
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) { // Serve has not started the loops yet
-			t.Fatalf("AdoptIO: %v", err)
-		}
-		time.Sleep(10 * time.Millisecond)
+	fd := dupFD(t, server)
+	io1 := &lowerIO{fd: fd, busy: busy}
+	if err := e.AdoptIO(fd, io1); err != nil {
+		t.Fatalf("AdoptIO: %v", err)
 	}
 	server.Close()
 	client.SetDeadline(time.Now().Add(10 * time.Second))
