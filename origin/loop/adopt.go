@@ -3,7 +3,6 @@
 package loop
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -31,40 +30,6 @@ type ConnIO interface {
 	// (under the write timeout) and calls it again, on any other it
 	// closes without them.
 	Closing() bool
-}
-
-// AdoptIO is Adopt with io reading and closing the connection (nil: the
-// plain socket). Handler.Accept finds io in Conn.IO.
-func (e *Engine) AdoptIO(fd int, io ConnIO) error {
-	e.mu.Lock()
-	loops := e.loops
-	e.mu.Unlock()
-	fail := func(err error) error {
-		unix.Close(fd)
-		return fmt.Errorf("loop: adopting a connection: %w", err)
-	}
-	switch {
-	case len(loops) == 0:
-		return fail(errors.New("the engine is not serving"))
-	case e.draining.Load():
-		return fail(errors.New("the engine is shutting down"))
-	}
-	sa, err := unix.Getpeername(fd)
-	if err != nil {
-		return fail(err)
-	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		return fail(err)
-	}
-	l := loops[e.next.Add(1)%uint32(len(loops))]
-	l.post(func() {
-		if l.draining { // Shutdown began since (or the loop has ended)
-			unix.Close(fd)
-			return
-		}
-		l.register(fd, sockaddrToTCP(sa), io)
-	})
-	return nil
 }
 
 // Serving reports whether the engine's loops run and take adopted

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"segorigin/origin/wire"
 )
 
@@ -149,6 +151,40 @@ func (e *Engine) Serve(ln *net.TCPListener) error {
 // it, also when Adopt fails: before Serve has started the loops, once
 // Shutdown has begun, or when fd is no connected socket.
 func (e *Engine) Adopt(fd int) error { return e.AdoptIO(fd, nil) }
+
+// AdoptIO is Adopt with io reading and closing the connection (nil: the
+// plain socket). Handler.Accept finds io in Conn.IO.
+func (e *Engine) AdoptIO(fd int, io ConnIO) error {
+	e.mu.Lock()
+	loops := e.loops
+	e.mu.Unlock()
+	fail := func(err error) error {
+		unix.Close(fd)
+		return fmt.Errorf("loop: adopting a connection: %w", err)
+	}
+	switch {
+	case len(loops) == 0:
+		return fail(errors.New("the engine is not serving"))
+	case e.draining.Load():
+		return fail(errors.New("the engine is shutting down"))
+	}
+	sa, err := unix.Getpeername(fd)
+	if err != nil {
+		return fail(err)
+	}
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return fail(err)
+	}
+	l := loops[e.next.Add(1)%uint32(len(loops))]
+	l.post(func() {
+		if l.draining { // Shutdown began since (or the loop has ended)
+			unix.Close(fd)
+			return
+		}
+		l.register(fd, sockaddrToTCP(sa), io)
+	})
+	return nil
+}
 
 // dropListener has every loop stop watching the listener, then closes it,
 // so that the kernel refuses new connections at once (a listener left
