@@ -93,7 +93,7 @@ func checkTLSPaths(t *testing.T, ts *testServer, m tlsMode) {
 			t.Errorf("%s: %d hand-over attempts after a failed probe, want 0", m.name, n)
 		}
 	}
-	checkTLSTransport(t, tl, m, kernel)
+	checkTLSTransport(t, ts, m, kernel)
 }
 
 // checkTLSTransport: every handshaken connection is counted where it was
@@ -101,10 +101,20 @@ func checkTLSPaths(t *testing.T, ts *testServer, m tlsMode) {
 // the emulator's connections stay on their goroutine, with both
 // directions handed over; without a kTLS kernel all are userspace, and
 // with one all go to the loops.
-func checkTLSTransport(t *testing.T, tl origin.TLSStats, m tlsMode, kernel bool) {
+func checkTLSTransport(t *testing.T, ts *testServer, m tlsMode, kernel bool) {
 	t.Helper()
+	// A connection is counted where it went just after its handshake:
+	// one the client closed at once may still be on its way (up to 5 s).
+	tl := ts.srv.Stats().TLS
+	transports := func() int64 {
+		return tl.TransportLoopKTLS + tl.TransportStreamKTLS + tl.TransportStreamKTLSTX + tl.TransportStreamUserspace
+	}
+	for i := 0; i < 100 && transports() != tl.Handshakes; i++ {
+		time.Sleep(50 * time.Millisecond)
+		tl = ts.srv.Stats().TLS
+	}
 	hs := tl.Handshakes
-	if n := tl.TransportLoopKTLS + tl.TransportStreamKTLS + tl.TransportStreamKTLSTX + tl.TransportStreamUserspace; n != hs {
+	if n := transports(); n != hs {
 		t.Errorf("%s: %d connections counted by transport, of %d handshakes", m.name, n, hs)
 	}
 	if n := tl.HandOffDetach + tl.HandOffEngine + tl.HandOffLimit; n != 0 {

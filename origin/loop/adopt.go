@@ -26,9 +26,11 @@ type ConnIO interface {
 	// Closing is called before the server shuts the socket's write
 	// side and before it closes the socket: its last words, sent once
 	// and without blocking. false: the socket has no room for them yet;
-	// on a clean close (after a response) the loop waits until it has
-	// (under the write timeout) and calls it again, on any other it
-	// closes without them.
+	// on a clean close (after a response, an idle connection at the
+	// drain) the loop waits until it has (under the write timeout) and
+	// calls it again, on any other it closes without them. (A kTLS
+	// socket closed with records the kernel has not yet pushed to TCP
+	// drops them: room for the close_notify says they have left.)
 	Closing() bool
 }
 

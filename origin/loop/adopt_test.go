@@ -154,3 +154,38 @@ func dupFD(t *testing.T, c *net.TCPConn) int {
 	}
 	return fd
 }
+
+// TestAdoptIODrain: an idle adopted connection closed by Shutdown gets
+// its ConnIO's last word too, waiting for room for it.
+func TestAdoptIODrain(t *testing.T) {
+	h := &ioHandler{}
+	e, err := loop.New(loop.Config{Loops: 1, Handler: h, ReadBuffer: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := serveEngine(t, e, nil)
+	if !e.WaitServing(5 * time.Second) {
+		t.Fatal("the loops did not start")
+	}
+	client, server := tcpPair(t)
+	defer client.Close()
+	fd := dupFD(t, server)
+	server.Close()
+	io1 := &lowerIO{fd: fd, busy: 2}
+	if err := e.AdoptIO(fd, io1); err != nil {
+		t.Fatalf("AdoptIO: %v", err)
+	}
+	client.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(client, "MEM 5\n"); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 5)
+	if _, err := io.ReadFull(client, got); err != nil || string(got) != "mmmmm" {
+		t.Fatalf("answer %q, %v; want mmmmm", got, err)
+	}
+	stop()
+	rest, err := io.ReadAll(client)
+	if err != nil || string(rest) != "<closing>" {
+		t.Errorf("after Shutdown the idle connection read %q, %v; want %q, then EOF", rest, err, "<closing>")
+	}
+}

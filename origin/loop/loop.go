@@ -542,7 +542,7 @@ func (l *loop) settle(c *Conn) {
 			return
 		}
 		if l.draining {
-			l.close(c)
+			l.closeAfterResponse(c)
 			return
 		}
 		l.idle.push(c, l.now)
@@ -627,7 +627,7 @@ func (l *loop) beginDrain() {
 	l.acceptPaused = time.Time{}
 	for _, c := range l.conns {
 		if c != nil && c.resp == nil && !c.parked && len(c.in) == 0 {
-			l.close(c)
+			l.closeAfterResponse(c) // closes at once, after a ConnIO's last words
 		}
 	}
 }

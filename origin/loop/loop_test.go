@@ -121,11 +121,12 @@ func startLoop(t *testing.T, h *lineHandler, mod func(*loop.Config)) (string, *l
 }
 
 // serveEngine serves ln (nil: adopted connections only) with e until
-// the test's cleanup shuts it down, which checks that both end cleanly.
-func serveEngine(t *testing.T, e *loop.Engine, ln *net.TCPListener) {
+// stop, or the test's cleanup, shuts it down and checks that both end
+// cleanly.
+func serveEngine(t *testing.T, e *loop.Engine, ln *net.TCPListener) (stop func()) {
 	done := make(chan error, 1)
 	go func() { done <- e.Serve(ln) }()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := e.Shutdown(ctx); err != nil {
@@ -135,6 +136,8 @@ func serveEngine(t *testing.T, e *loop.Engine, ln *net.TCPListener) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
+	t.Cleanup(stop)
+	return stop
 }
 
 func testFile(t *testing.T, size int) (*os.File, []byte) {
