@@ -66,6 +66,9 @@ func (ls *loopServer) shutdown(ctx context.Context) error {
 
 // Accept admits a connection under the gate's limits.
 func (ls *loopServer) Accept(c *loop.Conn) bool {
+	if lc, ok := c.IO().(*conn.LoopConn); ok {
+		return ls.acceptTLS(c, lc) // HTTPS, handed over after its handshake (tlsloops_linux.go)
+	}
 	var peer netip.Addr
 	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 		peer, _ = netip.AddrFromSlice(a.IP)
@@ -89,7 +92,9 @@ func (ls *loopServer) Timeout(c *loop.Conn, reading bool) { ls.timeout(c, readin
 // Closed gives the connection's place back to the gate.
 func (ls *loopServer) Closed(c *loop.Conn) {
 	ls.dropPending(c)
-	if _, admitted := c.State().(*h1ConnState); admitted {
+	if lc, ok := c.IO().(*conn.LoopConn); ok {
+		lc.Release()
+	} else if _, admitted := c.State().(*h1ConnState); admitted {
 		ls.ln.Release()
 	}
 }

@@ -3,7 +3,9 @@ package origin
 import (
 	"context"
 	"net"
+	"sync/atomic"
 
+	"segorigin/origin/loop"
 	"segorigin/origin/stream"
 )
 
@@ -15,11 +17,13 @@ import (
 // header.
 type streamServer struct {
 	*h1Server
-	srv *stream.Server
+	srv   *stream.Server
+	loops atomic.Pointer[loop.Engine] // where HTTPS connections whose records the kernel opens go (startTLSLoops); nil: none
+	ready chan struct{}               // closed once startTLSLoops has set loops, or decided on none
 }
 
 func (q *handler) newStreamServer() *streamServer {
-	ss := &streamServer{h1Server: q.newH1Server(nil)}
+	ss := &streamServer{h1Server: q.newH1Server(nil), ready: make(chan struct{})}
 	ss.srv = stream.New(stream.Config{
 		ReadBuffer:      h1FirstBuffer,
 		ReadTimeout:     q.cfg.ReadTimeout,
@@ -47,6 +51,9 @@ func (ss *streamServer) shutdown(ctx context.Context) error {
 
 // Accept: the listener admitted the connection already.
 func (ss *streamServer) Accept(c *stream.Conn) bool {
+	if ss.handOff(c) {
+		return false // an event loop serves it now (tlsloops_linux.go)
+	}
 	c.SetState(&h1ConnState{})
 	return true
 }

@@ -564,6 +564,7 @@ func (ls *h1Server) render(r *h1Req) {
 		resp.Ready, r.first, r.loaded = r.ready, true, -1
 	}
 	resp.NoSendfile = !sendfileOn(s)
+	resp.KernelTLS = ctx.IsTLS() // HTTPS on the loops is kTLS; the stream transport sets its own
 	r.via = "sendfile"
 	c.Send(resp)
 }

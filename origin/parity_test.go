@@ -139,6 +139,9 @@ func runParity(t *testing.T, tr parityTransport, old time.Time, cases []parityCa
 	ts := tr.mode.start(t, "", func(c *origin.Config) {
 		c.AccessLog, c.AccessLogFormat = &access, accesslog.JSON
 		c.ReadTimeout = parityReadTimeout
+		// A miss stays remembered from one case to the next, however
+		// long the cases take (the handshakes of an emulated guest).
+		c.NegativeTTL = time.Hour
 		// Written before the server starts, so that no late watcher
 		// event turns a cache hit into a miss on one transport only.
 		for _, p := range []string{writeFile(t, c.Root, "a.txt", "0123456789"), writeSynth(t, c.Root, "big.m4s", 20000)} {
@@ -257,11 +260,13 @@ func normaliseAccess(t *testing.T, lines string) []string {
 //     TLS, the kTLS hand-over emulated); their sums are compared instead.
 //   - TLS.*: handshakes and offloads happen on HTTPS only.
 //   - Loop.*: only the loop engine has event loops.
+//   - *Nanos: durations (the cold path's waits, where files are not in
+//     the page cache), never the same twice.
 //
 // Everything else is compared, the listeners' counters included: every
 // transport passes through the same gate, and ConnsOpen is 0 after each
 // case.
-var parityExcluded = regexp.MustCompile(`^(Transport\.(Sendfile|KTLS|Inline|Copy)(Responses|Bytes)|TLS\.|Loop\.)`)
+var parityExcluded = regexp.MustCompile(`^(Transport\.(Sendfile|KTLS|Inline|Copy)(Responses|Bytes)|TLS\.|Loop\.|.*Nanos$)`)
 
 // statsDelta is what moved between two snapshots, by field path, the
 // excluded fields replaced by the body paths' sums.

@@ -290,6 +290,7 @@ type engines struct {
 	loops     []*loopServer
 	conns     connServer
 	connGates []*conn.Listener // the gates of the listeners conns serves
+	tlsLoops  connServer       // the loops conns hands HTTPS connections to (tlsloops_linux.go); nil: none
 }
 
 // startEngines serves each listener (wrapped: its gated form) in wg; a
@@ -314,6 +315,7 @@ func startEngines(q *handler, listeners, wrapped []net.Listener, gates []*conn.L
 			}
 		})
 	}
+	eng.startTLSLoops(q, wrapped, wg, errc)
 	return eng
 }
 
@@ -324,17 +326,7 @@ func (eng *engines) drain(log *slog.Logger, drain time.Duration) {
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make([]error, len(eng.loops)+1)
-	wg.Go(func() {
-		errs[0] = eng.conns.shutdown(ctx)
-		// Wait for the gate to see every connection closed too (an HTTPS
-		// connection sends close_notify in Close), or the process may
-		// exit between the two and end a connection with a bare FIN.
-		for _, g := range eng.connGates {
-			if errs[0] == nil {
-				errs[0] = g.WaitClosed(ctx)
-			}
-		}
-	})
+	wg.Go(func() { errs[0] = eng.shutdownConns(ctx) })
 	for i, ls := range eng.loops {
 		wg.Go(func() { errs[i+1] = ls.shutdown(ctx) })
 	}
@@ -412,11 +404,11 @@ func (s *Server) BodyPaths() []any {
 	}
 	on, reason := s.tls.KTLSStatus()
 	if !on {
-		return append([]any{"sendfile", sendfile, "ktls", false, "ktls_reason", reason, "copy", true}, tlsPaths(s.tls)...)
+		return append([]any{"sendfile", sendfile, "ktls", false, "ktls_reason", reason, "copy", true}, tlsPaths(s.tls, loopAvailable && s.cfg.Engine == EngineLoop)...)
 	}
 	var ciphers []string
 	for _, c := range s.tls.KTLSCiphers() {
 		ciphers = append(ciphers, c.String())
 	}
-	return append([]any{"sendfile", sendfile, "ktls", true, "ktls_ciphers", strings.Join(ciphers, ","), "copy", true}, tlsPaths(s.tls)...)
+	return append([]any{"sendfile", sendfile, "ktls", true, "ktls_ciphers", strings.Join(ciphers, ","), "copy", true}, tlsPaths(s.tls, loopAvailable && s.cfg.Engine == EngineLoop)...)
 }

@@ -64,6 +64,13 @@ func tlsMetrics(t *table, st *TLSStats) {
 	})
 	m = t.counter("tls_connections_total", "HTTPS connections by the TLS path they took after the handshake: userspace, ktls_tx (the kernel seals), ktls (the kernel seals and opens).", "path")
 	t.byLabel(m, map[string]int64{"userspace": st.PathUserspace, "ktls_tx": st.PathKTLSTX, "ktls": st.PathKTLSBoth})
+	m = t.counter("tls_transport_total", "HTTPS connections by where they are served after the handshake: loop_ktls (an event loop; the kernel seals and opens), or a goroutine each: stream_ktls, stream_ktls_tx, stream_userspace.", "path")
+	t.byLabel(m, map[string]int64{
+		"loop_ktls": st.TransportLoopKTLS, "stream_ktls": st.TransportStreamKTLS,
+		"stream_ktls_tx": st.TransportStreamKTLSTX, "stream_userspace": st.TransportStreamUserspace,
+	})
+	m = t.counter("tls_handoff_failures_total", "HTTPS connections whose hand-over to an event loop failed, by reason: detach (it stays on its goroutine), engine (the loops refused it, shutting down: closed), limit (the connection limit refused it on the loop: closed).", "reason")
+	t.byLabel(m, map[string]int64{"detach": st.HandOffDetach, "engine": st.HandOffEngine, "limit": st.HandOffLimit})
 	m = t.counter("tls_control_records_total", "Control records clients sent on connections whose records the kernel opens, by kind.", "kind")
 	t.byLabel(m, map[string]int64{
 		"close_notify": st.ControlCloseNotify, "alert": st.ControlAlert, "key_update": st.ControlKeyUpdate,
@@ -74,14 +81,15 @@ func tlsMetrics(t *table, st *TLSStats) {
 }
 
 // tlsPaths are the start-up log's attributes for HTTPS: the path new
-// connections take (conn.TLS.TLSPath), and the ciphers the kernel opens
-// records with, or why it opens none.
-func tlsPaths(st *conn.TLS) []any {
+// connections take (conn.TLS.TLSPath), where they are served (loops: the
+// loops are the engine), and the ciphers the kernel opens records with,
+// or why it opens none.
+func tlsPaths(st *conn.TLS, loops bool) []any {
 	var rx []string
 	for _, c := range st.KTLSRXCiphers() {
 		rx = append(rx, c.String())
 	}
-	attrs := []any{"tls_path", st.TLSPath(), "ktls_rx_ciphers", strings.Join(rx, ",")}
+	attrs := []any{"tls_path", st.TLSPath(), "tls_transport", st.TransportPath(loops), "ktls_rx_ciphers", strings.Join(rx, ",")}
 	if r := st.KTLSRXReason(); r != "" {
 		attrs = append(attrs, "ktls_rx_reason", r)
 	}

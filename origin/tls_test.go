@@ -93,6 +93,43 @@ func checkTLSPaths(t *testing.T, ts *testServer, m tlsMode) {
 			t.Errorf("%s: %d hand-over attempts after a failed probe, want 0", m.name, n)
 		}
 	}
+	checkTLSTransport(t, ts, m, kernel)
+}
+
+// checkTLSTransport: every handshaken connection is counted where it was
+// served. Only a socket the kernel itself opens can go to an event loop:
+// the emulator's connections stay on their goroutine, with both
+// directions handed over; without a kTLS kernel all are userspace, and
+// with one all go to the loops.
+func checkTLSTransport(t *testing.T, ts *testServer, m tlsMode, kernel bool) {
+	t.Helper()
+	// A connection is counted where it went just after its handshake:
+	// one the client closed at once may still be on its way (up to 5 s).
+	tl := ts.srv.Stats().TLS
+	transports := func() int64 {
+		return tl.TransportLoopKTLS + tl.TransportStreamKTLS + tl.TransportStreamKTLSTX + tl.TransportStreamUserspace
+	}
+	for i := 0; i < 100 && transports() != tl.Handshakes; i++ {
+		time.Sleep(50 * time.Millisecond)
+		tl = ts.srv.Stats().TLS
+	}
+	hs := tl.Handshakes
+	if n := transports(); n != hs {
+		t.Errorf("%s: %d connections counted by transport, of %d handshakes", m.name, n, hs)
+	}
+	if n := tl.HandOffDetach + tl.HandOffEngine + tl.HandOffLimit; n != 0 {
+		t.Errorf("%s: %d failed hand-overs to the loops, want 0", m.name, n)
+	}
+	switch {
+	case m.emulate && tl.TransportStreamKTLS != hs:
+		t.Errorf("%s: %d connections on stream_ktls, of %d handshakes; want all", m.name, tl.TransportStreamKTLS, hs)
+	case !m.emulate && !kernel && tl.TransportStreamUserspace != hs:
+		t.Errorf("%s: %d connections on stream_userspace, of %d handshakes; want all", m.name, tl.TransportStreamUserspace, hs)
+	case !m.emulate && kernel && tl.TransportLoopKTLS != hs:
+		// A kTLS kernel (4.17 and later opens records): every
+		// connection is served by the event loops.
+		t.Errorf("%s: %d connections on loop_ktls, of %d handshakes; want all", m.name, tl.TransportLoopKTLS, hs)
+	}
 }
 
 // kernelHasKTLS: the server's start-up probe found kTLS.

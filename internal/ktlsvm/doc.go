@@ -29,6 +29,11 @@
 //   - ChooseAccel and Boot: qemu-system-x86_64 with KVM where KVM can boot
 //     the kernel (hardware virtualisation, and a probe boot that reaches
 //     the client), emulation (tcg) elsewhere.
+//   - The measure plan (PlanMeasure, booted by BenchmarkKTLSMeasure, not
+//     by the suite): the server's resident memory per idle connection at
+//     10,000 connections and its system calls per request (the host's
+//     strace, copied in with its libraries), plain HTTP against HTTPS on
+//     the event loops, in one boot.
 //   - The protocol: the client prints "KTLSVM PASS name" or "KTLSVM FAIL
 //     name: why" per result and a verdict "KTLSVM DONE PASS|FAIL n";
 //     Expected lists every name a plan must report, so a case that never

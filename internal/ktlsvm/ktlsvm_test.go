@@ -15,32 +15,14 @@ import (
 // TestKTLSRealKernel boots the distribution's kernel, which has kTLS
 // (tls.ko), under qemu with the real segorigin and the client of
 // ./vmclient, and judges what the client prints: every case of
-// Expected(PlanFull) on one vCPU, then Expected(PlanSMP) on two. It
+// Expected(PlanFull) on one vCPU, then Expected(PlanSMP) on two, then
+// origin's conformance and parity tests (PlanConformance) on two. It
 // never skips, except under -short: a missing tool, a kernel that cannot
 // be fetched or a guest that does not boot fails it, with the console.
 func TestKTLSRealKernel(t *testing.T) {
 	testreq.Slow(t, "boots a kernel under qemu's emulation twice (minutes of CPU)")
 	ctx := context.Background()
-	for _, tool := range []string{"qemu-system-x86_64", "busybox", "apt-cache", "apt-get", "dpkg-deb", "xz"} {
-		testreq.Tool(t, tool, ".ci/deps installs it: make deps")
-	}
-	k, err := FetchKernel(ctx, cacheDir(t), t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("kernel %s %s: image %s, modules %s", k.Package, k.Version, filepath.Base(k.Image), moduleNames(k))
-	initrd := filepath.Join(t.TempDir(), "initrd.cpio")
-	files := []InitramfsFile{
-		{Path: ServerPath, Src: testproc.BuildStatic(t, "./cmd/segorigin"), Mode: 0o755},
-		{Path: ClientPath, Src: testproc.BuildStatic(t, "./internal/ktlsvm/vmclient"), Mode: 0o755},
-		// The Debian package's modules-load.d entry, where the package
-		// installs it; the client loads what it names.
-		{Path: "/usr/lib/modules-load.d/segorigin.conf", Src: "../../deploy/debian/modules-load.conf", Mode: 0o644},
-	}
-	if err := BuildInitramfs(ctx, initrd, k, files); err != nil {
-		t.Fatal(err)
-	}
-	accel := ChooseAccel(ctx, k, initrd, t.Logf)
+	k, initrd, accel := prepareGuest(t, originTestFiles(t))
 	for _, b := range []struct {
 		plan    string
 		cpus    int
@@ -48,6 +30,7 @@ func TestKTLSRealKernel(t *testing.T) {
 	}{
 		{PlanFull, 1, 300 * time.Second},
 		{PlanSMP, 2, 200 * time.Second},
+		{PlanConformance, 2, 400 * time.Second},
 	} {
 		t.Run(b.plan, func(t *testing.T) {
 			start := time.Now()
@@ -75,13 +58,39 @@ func TestKTLSRealKernel(t *testing.T) {
 	}
 }
 
+// prepareGuest fetches the kernel and builds the initramfs with the real
+// segorigin, the client and extra files, and chooses the accelerator.
+func prepareGuest(tb testing.TB, extra []InitramfsFile) (*Kernel, string, Accel) {
+	ctx := context.Background()
+	for _, tool := range []string{"qemu-system-x86_64", "busybox", "apt-cache", "apt-get", "dpkg-deb", "xz"} {
+		testreq.Tool(tb, tool, ".ci/deps installs it: make deps")
+	}
+	k, err := FetchKernel(ctx, cacheDir(tb), tb.Logf)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("kernel %s %s: image %s, modules %s", k.Package, k.Version, filepath.Base(k.Image), moduleNames(k))
+	initrd := filepath.Join(tb.TempDir(), "initrd.cpio")
+	files := []InitramfsFile{
+		{Path: ServerPath, Src: testproc.BuildStatic(tb, "./cmd/segorigin"), Mode: 0o755},
+		{Path: ClientPath, Src: testproc.BuildStatic(tb, "./internal/ktlsvm/vmclient"), Mode: 0o755},
+		// The Debian package's modules-load.d entry, where the package
+		// installs it; the client loads what it names.
+		{Path: "/usr/lib/modules-load.d/segorigin.conf", Src: "../../deploy/debian/modules-load.conf", Mode: 0o644},
+	}
+	if err := BuildInitramfs(ctx, initrd, k, append(files, extra...)); err != nil {
+		tb.Fatal(err)
+	}
+	return k, initrd, ChooseAccel(ctx, k, initrd, tb.Logf)
+}
+
 // cacheDir keeps the unpacked kernels between runs: $XDG_CACHE_HOME or
 // ~/.cache, under segorigin/ktlsvm.
-func cacheDir(t *testing.T) string {
+func cacheDir(tb testing.TB) string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
-		t.Logf("no user cache directory (%v): the kernel is fetched into the test's temporary directory", err)
-		return t.TempDir()
+		tb.Logf("no user cache directory (%v): the kernel is fetched into the test's temporary directory", err)
+		return tb.TempDir()
 	}
 	return filepath.Join(dir, "segorigin", "ktlsvm")
 }

@@ -20,6 +20,20 @@ const Prefix = "KTLSVM "
 const (
 	PlanFull = "full"
 	PlanSMP  = "smp2"
+	// PlanMeasure measures instead of testing (BenchmarkKTLSMeasure):
+	// the server's memory per idle connection and its system calls per
+	// request, plain HTTP against HTTPS on the loops, in one boot.
+	PlanMeasure = "measure"
+	// PlanConformance runs origin's own conformance and parity tests
+	// (its test binary, as root) on this kernel: over HTTPS their
+	// servers hand every connection to the event loops.
+	PlanConformance = "conformance"
+)
+
+// The results of PlanMeasure.
+const (
+	MeasureRSS      = "measure/rss"
+	MeasureSyscalls = "measure/syscalls"
 )
 
 // Combo is one TLS version and cipher suite the client pins.
@@ -123,6 +137,10 @@ func Expected(plan string) []string {
 			out = append(out, PlanSMP+"/"+c.Name+"/concurrent")
 		}
 		out = append(out, PlanSMP+"/metrics-v4", PlanSMP+"/access-log", PlanSMP+"/exit-v4")
+	case PlanMeasure:
+		return []string{CheckModulesLoad, MeasureRSS, MeasureSyscalls}
+	case PlanConformance:
+		return []string{CheckModulesLoad, PlanConformance + "/1", PlanConformance + "/2"}
 	default:
 		return nil
 	}

@@ -20,6 +20,11 @@ import (
 const (
 	ServerPath = "/segorigin"
 	ClientPath = "/vmclient"
+	// OriginTestDir holds origin's test binary (origin.test) and its
+	// testdata, and OriginTestRun the -test.run patterns of the
+	// conformance plan, one a line.
+	OriginTestDir = "/origin"
+	OriginTestRun = "/origin-test-run"
 )
 
 // initScript is the guest's /init: mount the pseudo file systems, load the

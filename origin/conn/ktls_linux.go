@@ -204,20 +204,25 @@ type sockTX struct{ c *TCP }
 
 func (s sockTX) Write(p []byte) (int, error) { return s.c.TCPConn.Write(p) }
 
-// SendRecord sends p as one record of type typ: sendmsg with a SOL_TLS
-// TLS_SET_RECORD_TYPE control message makes the kernel seal it as that
-// type instead of application data.
+// SendRecord sends p as one record of type typ (sendRecord).
 func (s sockTX) SendRecord(typ uint8, p []byte) error {
-	oob := recordTypeCmsg(typ)
 	var serr error
 	err := s.c.raw.Write(func(fd uintptr) bool {
-		_, serr = unix.SendmsgN(int(fd), p, oob, nil, unix.MSG_NOSIGNAL)
+		serr = sendRecord(int(fd), typ, p)
 		return serr != unix.EAGAIN
 	})
 	if err != nil {
 		return err
 	}
 	return serr
+}
+
+// sendRecord sends p as one record of type typ: sendmsg with a SOL_TLS
+// TLS_SET_RECORD_TYPE control message makes the kernel seal it as that
+// type instead of application data.
+func sendRecord(fd int, typ uint8, p []byte) error {
+	_, err := unix.SendmsgN(fd, p, recordTypeCmsg(typ), nil, unix.MSG_NOSIGNAL|unix.MSG_DONTWAIT)
+	return err
 }
 
 // Rekey gives the kernel the next transmit keys (Linux 6.14: TLS 1.3).
@@ -236,21 +241,29 @@ func (s sockRX) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// ReadControl reads the record at the head with recvmsg and a
-// TLS_GET_RECORD_TYPE control message, which gives its type.
+// ReadControl reads the record at the head (readControl).
 func (s sockRX) ReadControl(buf []byte) (uint8, int, error) {
-	var oob [32]byte // unix.CmsgSpace(1) is 24 on 64-bit Linux
-	var n, oobn int
+	var typ uint8
+	var n int
 	var rerr error
 	err := s.c.raw.Read(func(fd uintptr) bool {
-		n, oobn, _, _, rerr = unix.Recvmsg(int(fd), buf, oob[:], 0)
+		typ, n, rerr = readControl(int(fd), buf)
 		return rerr != unix.EAGAIN
 	})
+	if err != nil {
+		return 0, 0, err
+	}
+	return typ, n, rerr
+}
+
+// readControl reads the record at the head of fd with recvmsg and a
+// TLS_GET_RECORD_TYPE control message, which gives its type.
+func readControl(fd int, buf []byte) (uint8, int, error) {
+	var oob [32]byte // unix.CmsgSpace(1) is 24 on 64-bit Linux
+	n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob[:], unix.MSG_DONTWAIT)
 	switch {
 	case err != nil:
 		return 0, 0, err
-	case rerr != nil:
-		return 0, 0, rerr
 	case n == 0:
 		return 0, 0, io.EOF
 	}

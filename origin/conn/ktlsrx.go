@@ -15,10 +15,9 @@ import (
 // control records the kernel will not hand to a plain read are read and
 // acted on here. It runs on the connection's serving goroutine.
 //
-// It is the part an event loop needs to adopt the socket: read(2) on
-// the socket, and Control when a read fails with EIO.
+// An event loop serving the socket (LoopConn) reads and acts through it
+// too, on the socket's descriptor.
 type kernelRX struct {
-	c    *tlsConn
 	rx   OffloadedRX
 	tx   OffloadedTX
 	tls  *TLS
@@ -30,7 +29,7 @@ type kernelRX struct {
 }
 
 func newKernelRX(c *tlsConn, rx OffloadedRX, st tls.ConnectionState, keys handOverKeys) *kernelRX {
-	k := &kernelRX{c: c, rx: rx, tx: c.off.Load().tx, tls: c.tls, peer: c.RemoteAddr().String()}
+	k := &kernelRX{rx: rx, tx: c.off.Load().tx, tls: c.tls, peer: c.RemoteAddr().String()}
 	if st.Version == tls.VersionTLS13 {
 		k.suite = st.CipherSuite
 		k.serverApp, k.clientApp = slices.Clone(keys.serverApp), slices.Clone(keys.clientApp)
@@ -40,8 +39,11 @@ func newKernelRX(c *tlsConn, rx OffloadedRX, st tls.ConnectionState, keys handOv
 
 // readKernel reads a request's bytes from the kernel, acting on the
 // control records between them.
-func (c *tlsConn) readKernel(p []byte) (int, error) {
-	k := c.rx
+func (c *tlsConn) readKernel(p []byte) (int, error) { return c.rx.read(p) }
+
+// read reads plaintext into p, acting on the control records met before
+// it (Control); once one ended reading, every read returns why.
+func (k *kernelRX) read(p []byte) (int, error) {
 	for k.ended == nil {
 		n, err := k.rx.Read(p)
 		if !errors.Is(err, ErrControlRecord) {

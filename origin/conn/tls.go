@@ -102,6 +102,23 @@ type TLSCounters[C any] struct {
 	PathKTLSTX    C
 	PathKTLSBoth  C
 
+	// Where each handshaken connection is served (HandOff): on an
+	// event loop (the kernel seals and opens; LoopConn), or on a
+	// goroutine of its own (the stream transport) with the kernel sealing
+	// and opening (the loops are not the engine, or the hand-over
+	// failed), sealing only, or neither.
+	TransportLoopKTLS        C
+	TransportStreamKTLS      C
+	TransportStreamKTLSTX    C
+	TransportStreamUserspace C
+	// Hand-overs to a loop that failed, by reason: the socket could not
+	// be detached (the connection stays on the stream transport); the
+	// engine refused it (shutting down: closed); the connection limit
+	// refused it when the loop admitted it again (closed).
+	HandOffDetach C
+	HandOffEngine C
+	HandOffLimit  C
+
 	// On kTLS-both connections: the client's control records by kind
 	// (ktls.Kinds), the TLS 1.3 KeyUpdates followed (RekeysRX; RekeysTX
 	// when the client asked for ours too), and those the kernel could not
@@ -417,4 +434,32 @@ func (st *TLS) PollCertificates(ctx context.Context) {
 		return
 	}
 	st.certs.poll(ctx, st.cfg.ReloadEvery)
+}
+
+// IsTLS reports whether c is an HTTPS connection of a TLS listener
+// (Wrap).
+func IsTLS(c net.Conn) bool {
+	_, ok := c.(*tlsConn)
+	return ok
+}
+
+// Of is the HTTPS side serving ln when ln is one of its listeners
+// (Wrap), else nil.
+func Of(ln net.Listener) *TLS {
+	if l, ok := ln.(*tlsListener); ok {
+		return l.tls
+	}
+	return nil
+}
+
+// TransportPath names where new HTTPS connections are served, as the
+// start-up log and segorigin_tls_transport_total say it: "loop_ktls"
+// (an event loop; the kernel seals and opens) when loops serve them,
+// else "stream_" and the TLS path (TLSPath).
+func (st *TLS) TransportPath(loops bool) string {
+	p := st.TLSPath()
+	if loops && p == "ktls" {
+		return "loop_ktls"
+	}
+	return "stream_" + p
 }

@@ -36,6 +36,9 @@ type Conn struct {
 
 	remote, local *net.TCPAddr
 
+	io       ConnIO // an adopted connection's own read and close (AdoptIO); nil: the plain socket
+	wordWait bool   // a clean close waits for room for io's last words (lastWord)
+
 	// Value is the Handler's, for its per-connection state.
 	Value any
 }
@@ -435,4 +438,4 @@ func (c *Conn) State() any { return c.Value }
 func (c *Conn) SetState(v any) { c.Value = v }
 
 // NetConn is c as a net.Conn, for what asks a connection its addresses.
-func (c *Conn) NetConn() net.Conn { return netView{c} }
+func (c *Conn) NetConn() net.Conn { return ioView(c, netView{c}) }

@@ -73,6 +73,7 @@ type Engine struct {
 	ln       *net.TCPListener
 	draining atomic.Bool
 	next     atomic.Uint32 // the loop the next adopted connection goes to (round robin)
+	started  chan struct{} // closed once Serve has set the loops up (WaitServing)
 }
 
 // New validates cfg and builds an engine; Serve starts it.
@@ -99,7 +100,7 @@ func New(cfg Config) (*Engine, error) {
 	if st == nil {
 		st = new(Stats)
 	}
-	e := &Engine{cfg: cfg, log: cfg.Logger, stats: st}
+	e := &Engine{cfg: cfg, log: cfg.Logger, stats: st, started: make(chan struct{})}
 	np, err := e.choosePoller(probeRing)
 	if err != nil {
 		return nil, err
@@ -116,7 +117,8 @@ func (e *Engine) Stats() *Stats { return e.stats }
 func (e *Engine) Draining() bool { return e.draining.Load() }
 
 // Serve runs the loops on ln until Shutdown, and returns when every loop
-// has ended and every connection is closed. Shutdown closes ln.
+// has ended and every connection is closed. Shutdown closes ln. With a
+// nil ln the loops serve adopted connections only (AdoptIO).
 func (e *Engine) Serve(ln *net.TCPListener) error {
 	e.mu.Lock()
 	if e.serving {
@@ -125,13 +127,9 @@ func (e *Engine) Serve(ln *net.TCPListener) error {
 	}
 	e.serving = true
 	e.mu.Unlock()
-	raw, err := ln.SyscallConn()
+	lfd, err := listenerFD(ln)
 	if err != nil {
-		return fmt.Errorf("loop: listener: %w", err)
-	}
-	lfd := -1
-	if err := raw.Control(func(fd uintptr) { lfd = int(fd) }); err != nil {
-		return fmt.Errorf("loop: listener: %w", err)
+		return err
 	}
 	loops := make([]*loop, 0, e.cfg.Loops)
 	for i := 0; i < e.cfg.Loops; i++ {
@@ -149,6 +147,7 @@ func (e *Engine) Serve(ln *net.TCPListener) error {
 	e.loops, e.ln = loops, ln
 	drained := e.draining.Load()
 	e.mu.Unlock()
+	close(e.started)
 	var wg sync.WaitGroup
 	for _, l := range loops {
 		wg.Go(l.run)
@@ -171,7 +170,11 @@ func (e *Engine) Serve(ln *net.TCPListener) error {
 // and receive handlers). The engine owns fd from the call on and closes
 // it, also when Adopt fails: before Serve has started the loops, once
 // Shutdown has begun, or when fd is no connected socket.
-func (e *Engine) Adopt(fd int) error {
+func (e *Engine) Adopt(fd int) error { return e.AdoptIO(fd, nil) }
+
+// AdoptIO is Adopt with io reading and closing the connection (nil: the
+// plain socket). Handler.Accept finds io in Conn.IO.
+func (e *Engine) AdoptIO(fd int, io ConnIO) error {
 	e.mu.Lock()
 	loops := e.loops
 	e.mu.Unlock()
@@ -198,7 +201,7 @@ func (e *Engine) Adopt(fd int) error {
 			unix.Close(fd)
 			return
 		}
-		l.register(fd, sockaddrToTCP(sa))
+		l.register(fd, sockaddrToTCP(sa), io)
 	})
 	return nil
 }

@@ -34,7 +34,7 @@ func (c *Conn) LingerOnClose() { c.lingerWanted = true }
 // dropped until the client closes or lingerTimeout passes. A draining
 // loop closes at once.
 func (l *loop) closeAfterResponse(c *Conn) {
-	if c.closed {
+	if c.closed || !lastWord(c) {
 		return
 	}
 	if l.draining || !(c.lingerWanted || unread(c.fd)) {

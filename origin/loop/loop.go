@@ -81,6 +81,9 @@ func newLoop(e *Engine, lfd int) (*loop, error) {
 		l.closeFDs()
 		return nil, fmt.Errorf("loop: eventfd: %w", err)
 	}
+	if lfd < 0 { // adopted connections only
+		return l, nil
+	}
 	if err := l.watchListener(); err != nil {
 		l.closeFDs()
 		return nil, err
@@ -325,17 +328,17 @@ func (l *loop) accept() {
 			return
 		}
 		l.acceptWait = 0
-		l.register(fd, sockaddrToTCP(sa))
+		l.register(fd, sockaddrToTCP(sa), nil)
 	}
 }
 
 // register serves fd, a connected socket, on this loop: accepted from
 // the listener, or adopted (Engine.Adopt). The Handler may refuse it.
-func (l *loop) register(fd int, remote *net.TCPAddr) {
+func (l *loop) register(fd int, remote *net.TCPAddr, io ConnIO) {
 	// As Go's net package does for every TCP connection: small responses
 	// leave at once (MSG_MORE still joins a header to its body).
 	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
-	c := &Conn{fd: fd, l: l, remote: remote}
+	c := &Conn{fd: fd, l: l, remote: remote, io: io}
 	if lsa, err := unix.Getsockname(fd); err == nil {
 		c.local = sockaddrToTCP(lsa)
 	}
@@ -390,6 +393,8 @@ func (l *loop) event(c *Conn, ev uint32) {
 	case ev&(unix.EPOLLERR|unix.EPOLLHUP) != 0:
 		// Reset or gone both ways: nothing can be sent or read.
 		l.fail(c, errPeerGone)
+	case ev&unix.EPOLLOUT != 0 && c.wordWait:
+		l.closeAfterResponse(c) // room for its ConnIO's last words now
 	case ev&unix.EPOLLOUT != 0 && c.resp != nil:
 		c.flush()
 		if !c.closed && c.resp == nil {
@@ -414,7 +419,7 @@ func (l *loop) read(c *Conn) {
 		l.process(c)
 		return
 	}
-	n, err := unix.Read(c.fd, c.in[len(c.in):cap(c.in)])
+	n, err := readIn(c, c.in[len(c.in):cap(c.in)])
 	switch {
 	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
 		return
@@ -476,7 +481,7 @@ func (l *loop) settle(c *Conn) {
 			return
 		}
 		if l.draining {
-			l.close(c)
+			l.closeAfterResponse(c)
 			return
 		}
 		l.idle.push(c, l.now)
@@ -538,6 +543,7 @@ func (l *loop) close(c *Conn) {
 		l.conns[c.fd] = nil
 		l.nconn--
 	}
+	closeIO(c)
 	l.p.forget(c.fd)
 	unix.Close(c.fd)
 	l.e.stats.Closed.Add(1)
@@ -560,7 +566,7 @@ func (l *loop) beginDrain() {
 	l.acceptPaused = time.Time{}
 	for _, c := range l.conns {
 		if c != nil && c.resp == nil && !c.parked && len(c.in) == 0 {
-			l.close(c)
+			l.closeAfterResponse(c) // closes at once, after a ConnIO's last words
 		}
 	}
 }

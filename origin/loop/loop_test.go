@@ -110,9 +110,24 @@ func startLoop(t *testing.T, h *lineHandler, mod func(*loop.Config)) (string, *l
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { // after serveEngine's (cleanups run last first)
+		ln.Close()
+		h.pending.Wait()
+		for _, err := range h.errs {
+			t.Error(err)
+		}
+	})
+	serveEngine(t, e, ln)
+	return ln.Addr().String(), e
+}
+
+// serveEngine serves ln (nil: adopted connections only) with e until
+// stop, or the test's cleanup, shuts it down and checks that both end
+// cleanly.
+func serveEngine(t *testing.T, e *loop.Engine, ln *net.TCPListener) (stop func()) {
 	done := make(chan error, 1)
 	go func() { done <- e.Serve(ln) }()
-	t.Cleanup(func() {
+	stop = sync.OnceFunc(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := e.Shutdown(ctx); err != nil {
@@ -121,13 +136,9 @@ func startLoop(t *testing.T, h *lineHandler, mod func(*loop.Config)) (string, *l
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
-		ln.Close()
-		h.pending.Wait()
-		for _, err := range h.errs {
-			t.Error(err)
-		}
 	})
-	return ln.Addr().String(), e
+	t.Cleanup(stop)
+	return stop
 }
 
 func testFile(t *testing.T, size int) (*os.File, []byte) {

@@ -282,6 +282,11 @@ func (c *Conn) close() {
 	c.in, c.out.wbuf, c.out.copyBuf = nil, nil, nil
 }
 
+// Underlying is the connection c reads and writes (over TLS, the TLS
+// connection), for a Handler that takes it over at Accept and refuses
+// it: c then closes it, which must then do nothing.
+func (c *Conn) Underlying() net.Conn { return c.nc }
+
 // State returns the Handler's per-connection state.
 func (c *Conn) State() any { return c.state }
 

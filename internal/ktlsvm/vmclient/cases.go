@@ -41,8 +41,11 @@ func (e *env) runFull(run string) {
 	// client sends a key share for the group a stock Go server picks
 	// (post-quantum hybrids first), so the client offers only
 	// SecP256r1MLKEM768 (shared) and X25519 (not shared), and this server
-	// leaves out SecP256r1MLKEM768, as Go before 1.26 did.
-	v6, err := e.startServer("v6", "[::1]", mode, writeTimeout, []string{"GODEBUG=tlssecpmlkem=0"})
+	// leaves out SecP256r1MLKEM768, as Go before 1.26 did. It serves
+	// HTTPS alone (-listen ''), so its connections go to event loops of
+	// their own, where the IPv4 server's share the loops of its plain
+	// listener.
+	v6, err := e.startServer("v6", "[::1]", mode, writeTimeout, []string{"GODEBUG=tlssecpmlkem=0"}, "-listen", "")
 	if err != nil {
 		e.rep.Result(run+"/exit-v6", err)
 		e.rep.Result(run+"/exit-v4", v4.stop())

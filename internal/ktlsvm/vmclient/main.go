@@ -37,7 +37,7 @@ var mediaFiles = map[string]int64{
 }
 
 func main() {
-	plan := flag.String("plan", "", "plan to run: full, smp2 or probe (default: ktlsvm.plan= of /proc/cmdline)")
+	plan := flag.String("plan", "", "plan to run: full, smp2, measure or probe (default: ktlsvm.plan= of /proc/cmdline)")
 	server := flag.String("server", ktlsvm.ServerPath, "the segorigin binary")
 	flag.Parse()
 	watchdog := defaultWatchdog
@@ -78,6 +78,18 @@ func main() {
 		}
 	case ktlsvm.PlanSMP:
 		env.runSMP()
+	case ktlsvm.PlanConformance:
+		env.conformance()
+		if !rep.Done(*plan) {
+			os.Exit(1)
+		}
+		return
+	case ktlsvm.PlanMeasure:
+		env.measure()
+		if !rep.Done(*plan) {
+			os.Exit(1)
+		}
+		return
 	default:
 		rep.Result("setup", fmt.Errorf("unknown plan %q", *plan))
 	}

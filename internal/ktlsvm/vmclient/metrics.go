@@ -117,6 +117,15 @@ func (r *runState) metricsOnce(s *server) error {
 	for p, n := range paths {
 		want[`segorigin_tls_connections_total{path="`+p+`"}`] = n
 	}
+	// Every connection the kernel seals and opens is served by an event
+	// loop (the default engine); the others stay on their goroutine.
+	transport := map[string]int64{"loop_ktls": offloaded, "stream_ktls": 0, "stream_ktls_tx": 0, "stream_userspace": t.handshakes.Load() - offloaded}
+	for p, n := range transport {
+		want[`segorigin_tls_transport_total{path="`+p+`"}`] = n
+	}
+	for _, reason := range []string{"detach", "engine", "limit"} {
+		want[`segorigin_tls_handoff_failures_total{reason="`+reason+`"}`] = 0
+	}
 	if got, min := m[`segorigin_tls_control_records_total{kind="close_notify"}`], t.closeNotes.Load(); r.mode == "auto" && got < float64(min) {
 		errs0 = append(errs0, fmt.Errorf("control records close_notify = %v, want at least %d", got, min))
 	}

@@ -49,6 +49,7 @@ type server struct {
 	ktls  string // its -ktls: auto or off
 	cmd   *exec.Cmd
 	https string // addresses it logged
+	http  string
 	admin string
 	cert  []byte           // sha256 of its -tls-dev certificate, as it logged it
 	sizes map[string]int64 // request path ("/seg.m4s") -> size of the file it serves
@@ -133,7 +134,7 @@ func (s *server) cut(path string, total int64) {
 // privileges (see unprivileged), and waits for its
 // listening lines, its certificate's fingerprint and its body paths line,
 // which must say kTLS is on with every cipher (auto) or off.
-func (e *env) startServer(name, host, mode string, wt time.Duration, extraEnv []string) (*server, error) {
+func (e *env) startServer(name, host, mode string, wt time.Duration, extraEnv []string, extraArgs ...string) (*server, error) {
 	s := &server{name: name, ktls: mode, sizes: map[string]int64{}, done: make(chan struct{})}
 	for file, b := range e.media {
 		s.sizes["/"+file] = int64(len(b))
@@ -143,6 +144,7 @@ func (e *env) startServer(name, host, mode string, wt time.Duration, extraEnv []
 		"-root", mediaDir, "-settle", "0", "-ktls", mode, "-inline-max", strconv.Itoa(inlineMax),
 		"-log-format", "json", "-access-log", "-", "-access-log-format", "json",
 		"-write-timeout", wt.String(), "-drain-timeout", drainTimeout.String())
+	s.cmd.Args = append(s.cmd.Args, extraArgs...)
 	s.cmd.Env = append(os.Environ(), extraEnv...)
 	s.cmd.SysProcAttr = unprivileged()
 	stderr, err := s.cmd.StderrPipe()
@@ -213,6 +215,8 @@ func (s *server) readLogs(r io.Reader, ready chan<- error) {
 		switch msg, _ := m["msg"].(string); {
 		case msg == "listening" && m["proto"] == "https":
 			s.https, _ = m["addr"].(string)
+		case msg == "listening" && m["proto"] == "http":
+			s.http, _ = m["addr"].(string)
 		case msg == "listening" && m["proto"] == "admin":
 			s.admin, _ = m["addr"].(string)
 		case msg == "body paths":
