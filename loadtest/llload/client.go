@@ -155,8 +155,13 @@ func (c *client) fetchPart(seq int) error {
 	case int64(len(body)) != c.size:
 		return fmt.Errorf("%s: %d bytes, want %d", p, len(body), c.size)
 	}
-	if err := verify.Body(verify.Name(p), 0, body); err != nil {
-		return err
+	// The bytes the packager wrote (synth's for the part's name), made
+	// once for every client: a memcmp rather than a byte-by-byte check.
+	if v, ok := c.f.version(seq); !ok || !bytes.Equal(body, v.part) {
+		if err := verify.Body(verify.Name(p), 0, body); err != nil {
+			return err
+		}
+		return fmt.Errorf("%s: not the part of version %d", p, seq)
 	}
 	if !c.w.in(time.Now()) {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"segorigin/fixtures/llpack"
+	"segorigin/fixtures/synth"
 )
 
 // feed is one live rendition: the test packager writing it under the
@@ -19,6 +20,7 @@ type feed struct {
 	path  string // the playlist's URL path
 	dir   string // its directory's URL path, with a trailing slash
 	parts int    // parts per segment
+	size  int    // bytes of each part
 
 	mu       sync.RWMutex  // protects versions, next
 	versions []version     // by sequence: msn*parts + part of the part each one added
@@ -30,6 +32,7 @@ type feed struct {
 type version struct {
 	at   time.Time
 	body []byte
+	part []byte // the bytes of the part it added, as the packager wrote them
 }
 
 // newFeed makes rendition i under root (URL path /sub/pNN/live.m3u8).
@@ -45,7 +48,8 @@ func newFeed(root, sub string, i int, cfg llpack.Config) (*feed, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &feed{pl: pl, path: "/" + rel + "/live.m3u8", dir: "/" + rel + "/", parts: cfg.Parts, next: make(chan struct{})}, nil
+	return &feed{pl: pl, path: "/" + rel + "/live.m3u8", dir: "/" + rel + "/", parts: cfg.Parts, size: cfg.PartBytes,
+		next: make(chan struct{})}, nil
 }
 
 // publish writes the next part and its playlist and records the version.
@@ -55,12 +59,14 @@ func (f *feed) publish() error {
 		return err
 	}
 	at := time.Now()
+	data := make([]byte, f.size)
+	synth.Fill(llpack.PartName(msn, part), 0, data)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if seq := msn*f.parts + part; seq != len(f.versions) {
 		return fmt.Errorf("llload: %s published part %d after %d versions", f.path, seq, len(f.versions))
 	}
-	f.versions = append(f.versions, version{at: at, body: f.pl.Published()})
+	f.versions = append(f.versions, version{at: at, body: f.pl.Published(), part: data})
 	close(f.next)
 	f.next = make(chan struct{})
 	return nil
