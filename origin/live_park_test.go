@@ -16,7 +16,7 @@ import (
 	"segorigin/origin"
 )
 
-// parkedClients is how many blocking reloads TestParkedRequestMemory
+// parkedClients is how many blocking reloads TestParkedRequestAlloc
 // parks at once.
 const parkedClients = 2000
 
@@ -31,13 +31,13 @@ const parkedRequest = "GET %s HTTP/1.1\r\nHost: origin.test\r\n" +
 	"Accept: */*\r\nAccept-Language: en-US,en;q=0.9\r\nSec-Fetch-Mode: cors\r\nSec-Fetch-Site: cross-site\r\n" +
 	"Origin: https://player.example\r\nReferer: https://player.example/live/\r\n\r\n"
 
-// TestParkedRequestMemory: 2,000 blocking reloads parked on the event
+// TestParkedRequestAlloc: 2,000 blocking reloads parked on the event
 // loops cost the server's heap at most parkedBudget bytes each beyond
 // their idle connections, and every one is answered with the playlist
 // that satisfies it once the packager renames it in. The clients are raw
 // sockets (no Go heap of their own), so the heap's growth is the
 // server's.
-func TestParkedRequestMemory(t *testing.T) {
+func TestParkedRequestAlloc(t *testing.T) {
 	if origin.RaceEnabled {
 		t.Skip("the race detector's shadow memory and dropped pools make a heap budget meaningless")
 	}
@@ -47,11 +47,11 @@ func TestParkedRequestMemory(t *testing.T) {
 	}
 }
 
-// TestParkedRequestMemoryStream: the same on the stream transport, whose
+// TestParkedRequestAllocStream: the same on the stream transport, whose
 // connection is a goroutine with its read buffer (its stack is not in the
 // heap: see the log for what the heap holds); its budget is the loops'
 // and a goroutine's smallest stack.
-func TestParkedRequestMemoryStream(t *testing.T) {
+func TestParkedRequestAllocStream(t *testing.T) {
 	if origin.RaceEnabled {
 		t.Skip("the race detector's shadow memory and dropped pools make a heap budget meaningless")
 	}
