@@ -52,6 +52,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzRequestPath$$' -fuzztime=$(FUZZTIME_PATH) -fuzzminimizetime=500x ./origin
 	$(GO) test -run='^$$' -fuzz='^FuzzCleanPath$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
 	$(GO) test -run='^$$' -fuzz='^FuzzParseMediaTypeRule$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
+	$(GO) test -run='^$$' -fuzz='^FuzzParkedFields$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
+	$(GO) test -run='^$$' -fuzz='^FuzzPrevNumbers$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin
 	$(GO) test -run='^$$' -fuzz='^FuzzHLS$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/rewrite
 	$(GO) test -run='^$$' -fuzz='^FuzzDASH$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/rewrite
 	$(GO) test -run='^$$' -fuzz='^FuzzDecode$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/percent

@@ -86,7 +86,7 @@ func (r *recorder) init(cfg Config, st *counters, redactor func() token.Redactor
 // finish records a completed response: latency, and the access log line.
 // via is the body path ("sendfile", "ktls", "copy", or "" for no body).
 func (r *recorder) finish(ctx *fasthttp.RequestCtx, k kind, sent int64, via string) {
-	d := time.Since(ctx.Time())
+	d := time.Since(requestTime(ctx))
 	r.record(ctx, k, d)
 	a := &r.access
 	if a.w == nil || a.n.Add(1)%a.sample != 0 {
@@ -116,7 +116,7 @@ func (rc *recorder) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent in
 	req := &ctx.Request.Header
 	e := &sc.entry
 	*e = accesslog.Entry{
-		Time:     ctx.Time(),
+		Time:     requestTime(ctx),
 		Status:   ctx.Response.StatusCode(),
 		Bytes:    sent,
 		Duration: d,

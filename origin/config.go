@@ -156,6 +156,13 @@ type Config struct {
 	// long the old one is served (as nginx's open_file_cache_valid
 	// bounds its cached lookups). 0: only /readyz.
 	RootCheckEvery time.Duration
+	// LivePrefixes are request path prefixes ("/live/") whose directories
+	// are live whatever their playlists say (liveprefix.go): a file being
+	// written there is streamed as it grows, and a missing name numbered
+	// after an existing one is held until it appears, for at most
+	// LiveHold. Empty: a directory is live only by its HLS playlist.
+	LivePrefixes []string
+	LiveHold     time.Duration
 
 	// Engine serves plain HTTP: EngineLoop (event loops, Linux only) or
 	// EngineFastHTTP (fasthttp, a goroutine per connection). HTTPS is
@@ -346,6 +353,7 @@ func DefaultConfig() Config {
 		InProgress:              InProgress503,
 		ETag:                    ETagSizeMtime,
 		RootCheckEvery:          time.Second,
+		LiveHold:                6 * time.Second,
 		ReadTimeout:             30 * time.Second,
 		WriteTimeout:            60 * time.Second,
 		IdleTimeout:             75 * time.Second,

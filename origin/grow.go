@@ -79,7 +79,7 @@ func (o growOutcome) count(st *growCounters) {
 // apply to a body that does not exist yet). The engine sends the body
 // (h1Req.startGrowing).
 func (lv *liveSteps) streamGrowing(ctx *fasthttp.RequestCtx, p *plan) bool {
-	if !liveWaitable || !lv.live.watching || p.live.hint || !ctx.IsGet() || len(p.rh.rng) > 0 ||
+	if !liveWaitable || !lv.live.watching || p.live.hint && !p.live.prefix || !ctx.IsGet() || len(p.rh.rng) > 0 ||
 		!ctx.Request.Header.IsHTTP11() {
 		return false
 	}
@@ -111,7 +111,7 @@ func (lw *liveWaits) dirLimit(dir string) int64 {
 			return v.pl.BlockLimit()
 		}
 	}
-	return 0
+	return lw.prefixes.limit(dir) // live by the operator's word (liveprefix.go)
 }
 
 // growOnly reports whether every waiter of l is a stream of a growing

@@ -95,6 +95,8 @@ func (g *growStream) next(resp *wire.Response) (more, ok bool) {
 		resp.Parts = append(resp.Parts[:0], wire.Part{Mem: lastChunk})
 		g.ended = true
 		return true, true
+	case peerGone(r.c): // live_peer_linux.go
+		return g.fail(growAborted)
 	case now.Sub(g.grew) >= g.stall:
 		return g.fail(growTimedOut)
 	}

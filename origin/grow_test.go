@@ -240,12 +240,7 @@ func TestGrowClientLeaves(t *testing.T) {
 	loopAndTLS(t, &tlsModes[1], func(t *testing.T, mode serverMode) {
 		ts, p := liveDir(t, mode)
 		target, f, want := growingPart(t, p)
-		c := ts.dial()
-		c.write("GET", target)
-		testwait.For(t, 5*time.Second, "the stream parked", func() bool {
-			return ts.srv.Stats().Grow.Streaming == 1 && origin.LiveWaiters(ts.srv) == 1
-		})
-		c.conn.Close()
+		leaveParkedStream(t, ts, target) // live_peer_test.go
 		if _, err := f.Write(want[growChunk : 2*growChunk]); err != nil {
 			t.Fatal(err)
 		}

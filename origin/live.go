@@ -57,6 +57,7 @@ type liveState struct {
 	waiting  bool      // stepLive asked the engine to park the request (advance returned)
 	expired  bool      // the wait's time is up (set by liveWaits before it posts the request)
 	hint     bool      // it waits for a hinted part or segment to be written, not for its playlist
+	prefix   bool      // of those, the next segment under a live prefix: streamed once it appears (liveprefix.go)
 	held     bool      // it was parked: its answer is counted by kind when final (liveWaits.finish)
 	gaveUp   bool      // it is answered 503: its time was up, or the server drains
 	drained  bool      // of those, the drain's
@@ -80,6 +81,7 @@ type liveWaits struct {
 	changes  atomic.Uint64
 	acquire  func(name string) (*cache.Handle, error) // the cache's Acquire
 	watching bool                                     // the watcher runs: a change wakes waiters
+	prefixes livePrefixes                             // -live-prefix (liveprefix.go)
 	st       *liveCounters
 	mu       sync.Mutex // protects lists, versions, dirs, hintLists, draining
 	lists    map[string]*liveList
@@ -129,7 +131,8 @@ type liveVersion struct {
 
 func newLiveWaits(cfg Config, st *liveCounters, acquire func(string) (*cache.Handle, error)) *liveWaits {
 	lw := &liveWaits{acquire: acquire, watching: cfg.Watch, st: st, lists: make(map[string]*liveList),
-		versions: make(map[string]*liveVersion), dirs: make(map[string][]string)}
+		versions: make(map[string]*liveVersion), dirs: make(map[string][]string),
+		prefixes: newLivePrefixes(cfg.LivePrefixes, cfg.LiveHold)}
 	return lw
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"segorigin/cache"
 	"segorigin/origin/predict"
 )
 
@@ -226,7 +225,7 @@ func (lv *liveSteps) holdHinted(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	if res, held := lv.hold(ctx, p, limit, errHintTimeout); held {
 		return res
 	}
-	p.live.hint = false // nothing would wake it: answered as before
+	p.live.hint, p.live.prefix = false, false // nothing would wake it: answered as before
 	return stepNext
 }
 
@@ -237,15 +236,9 @@ func (lv *liveSteps) holdHinted(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 func (lv *liveSteps) hintedBy(p *plan) (int64, stepResult) {
 	name := p.name.view()
 	for _, pl := range lv.live.playlistsIn(path.Dir(name)) {
-		var h *cache.Handle
-		var err error
-		if p.noBlock {
-			var ready bool
-			if h, _, err, ready = lv.cache.TryAcquire(pl); !ready {
-				return 0, stepSuspend
-			}
-		} else {
-			h, err = lv.cache.Acquire(pl)
+		h, err, suspend := lv.acquireLive(pl, p.noBlock) // liveprefix.go
+		if suspend {
+			return 0, stepSuspend
 		}
 		if err != nil {
 			continue // gone: no longer a live playlist here
@@ -261,5 +254,5 @@ func (lv *liveSteps) hintedBy(p *plan) (int64, stepResult) {
 			return v.pl.BlockLimit(), stepNext
 		}
 	}
-	return 0, stepNext
+	return lv.heldByPrefix(p) // liveprefix.go
 }

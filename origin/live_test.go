@@ -22,7 +22,7 @@ import (
 
 // startPackager makes a packager writing live/live.m3u8 under root and
 // publishes parts parts.
-func startPackager(t *testing.T, root string, cfg llpack.Config, parts int) *llpack.Packager {
+func startPackager(t testing.TB, root string, cfg llpack.Config, parts int) *llpack.Packager {
 	t.Helper()
 	cfg.Dir = filepath.Join(root, "live")
 	p, err := llpack.New(cfg)

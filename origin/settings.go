@@ -76,6 +76,12 @@ func (c *Config) rootSection() schema.Section {
 		{Name: "root-check-every", Ptr: &c.RootCheckEvery,
 			Usage: "check this often that the media root is still there and readable (logged, counted, /readyz 503 when not), and follow its path to the directory it names now (a symlinked root swapped to another release); 0: on /readyz probes only",
 			Doc:   "how often the media root is checked (missing, unreadable: logged, counted, `/readyz` 503) and its path resolved again: a root that is a symlink swapped to another release (`current -> releases/N`) is served from the new release from the first check that sees it (see [Release swaps](operations.md#release-swaps-by-symlink)); 0: only on `/readyz`"},
+		{Name: "live-prefix", Ptr: &c.LivePrefixes,
+			Usage: "comma-separated path `prefixes` (/live/,/ll/) whose directories are live whatever their playlists say (LL-DASH, DASH-only live): a file being written is streamed as it grows, a missing segment numbered after an existing one is held for -live-hold",
+			Doc:   "path prefixes (`/live/,/ll/`) whose directories are live whatever their playlists say, for DASH-only and LL-DASH (chunked CMAF) output: a segment still being written is streamed as it grows, a missing segment numbered after one that exists is held until it appears, for at most `-live-hold` (see [live](live.md#low-latency-dash-and-live-prefixes)); other paths keep the publishing rule"},
+		{Name: "live-hold", Ptr: &c.LiveHold,
+			Usage: "under -live-prefix: how long a request for the next segment waits for it to appear, and a stream for its file to grow (> 0)",
+			Doc:   "under `-live-prefix`: how long a request for the next segment waits for it to appear (then `503`), and how long a stream of a growing segment waits for its next bytes (then it ends without its last chunk)"},
 	}}
 }
 
@@ -83,6 +89,9 @@ func (c *Config) rootSection() schema.Section {
 // a cached file is rechecked now and then.
 func (c *Config) checkRoot() error {
 	var errs []error
+	if err := checkLivePrefixes(c.LivePrefixes, c.LiveHold); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Root == "" {
 		errs = append(errs, errors.New("root: must be set"))
 	} else if st, err := os.Stat(c.Root); err != nil {

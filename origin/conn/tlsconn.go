@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"segorigin/origin/ktls"
@@ -396,3 +397,13 @@ type setsockoptError struct {
 
 func (e *setsockoptError) Error() string { return "setsockopt " + e.opt + ": " + e.err.Error() }
 func (e *setsockoptError) Unwrap() error { return e.err }
+
+// RawSocket is the TCP socket under the TLS layer, to ask the kernel
+// about the peer without reading from it (stream.Conn.PeerClosed); nil
+// when the connection is not TCP.
+func (c *tlsConn) RawSocket() syscall.RawConn {
+	if c.tcp == nil {
+		return nil
+	}
+	return c.tcp.raw
+}

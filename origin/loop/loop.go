@@ -470,6 +470,12 @@ func (l *loop) process(c *Conn) {
 // settle puts c in the list of what it now waits for, and gives its read
 // buffer back when nothing is buffered.
 func (l *loop) settle(c *Conn) {
+	if c.parked && !c.closed && len(c.in) == 0 {
+		// A parked request may wait for seconds (a blocking playlist
+		// reload): its buffer serves other connections meanwhile.
+		l.putBuf(c.in)
+		c.in = nil
+	}
 	if c.closed || c.resp != nil || c.parked || c.lingering {
 		return
 	}

@@ -189,6 +189,13 @@ func (c *Conn) process() {
 				c.reqStart = time.Now()
 			}
 		}
+		if c.parked && len(c.in) == 0 {
+			// A parked request may wait for seconds (a blocking
+			// playlist reload): its buffer serves other connections
+			// meanwhile.
+			c.s.putBuf(c.in)
+			c.in = nil
+		}
 		for c.parked && !c.closed {
 			c.runPosts()
 		}
