@@ -75,11 +75,12 @@ type liveStall struct {
 // segments) through segorigin with hls.js (lowLatencyMode) and Shaka on
 // the LL-HLS playlist, and dash.js and Shaka on the LL-DASH MPD, all at
 // once for liveRun, in headless Chromium. Each must play without a fatal
-// error or a stall, with its latency (the player's own measure: hls.js
-// hls.latency, dash.js getCurrentLiveLatency(), Shaka's liveLatency) under
-// the bound on average and at the median after liveWarmup. The latencies
-// are logged with the wall-clock one (now less the playhead's
-// EXT-X-PROGRAM-DATE-TIME or availabilityStartTime time).
+// error or a stall, with its latency under the bound on average and at
+// the median after liveWarmup, both as the player measures it (hls.js
+// hls.latency, dash.js getCurrentLiveLatency(), Shaka's liveLatency) and
+// against the wall clock (now less the playhead's EXT-X-PROGRAM-DATE-TIME
+// or availabilityStartTime time): without blocking reloads hls.js's own
+// measure stays under 3 s while it plays 3.6 s behind the wall clock.
 func TestBrowserLowLatency(t *testing.T) {
 	testreq.Slow(t, "plays a live stream for a minute in Chromium with hls.js, dash.js and Shaka")
 	requireBrowser(t)
@@ -211,8 +212,10 @@ func checkLive(t *testing.T, c liveCase, r liveResult) string {
 		}
 	}
 	ls, ws := stats(lat), stats(wall)
-	if len(lat) < int((liveRun-liveWarmup)/time.Second) || !(ls.mean < c.bound) || !(ls.median < c.bound) {
-		t.Errorf("%s on %s: latency %s over %d samples; want mean and median under %gs", c.Player, c.Src, ls, len(lat), c.bound)
+	if len(lat) < int((liveRun-liveWarmup)/time.Second) || !(ls.mean < c.bound) || !(ls.median < c.bound) ||
+		!(ws.mean < c.bound) || !(ws.median < c.bound) {
+		t.Errorf("%s on %s: latency %s, wall-clock %s (min/median/mean/p95/max) over %d samples; want mean and median of both under %gs",
+			c.Player, c.Src, ls, ws, len(lat), c.bound)
 	}
 	streamed, blocking, statuses := requestKinds(r.Requests)
 	if c.dash && c.Player == "dash" && streamed == 0 {
