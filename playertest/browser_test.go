@@ -75,13 +75,15 @@ type mediaRequest struct {
 	Timing struct {
 		StartTime float64 `json:"startTime"` // ms since 1970 when the request was sent
 	} `json:"timing"`
-	URL           string `json:"url"`
-	Method        string `json:"method"`
-	Range         string `json:"range"`
-	IfRange       string `json:"ifRange"`
-	Status        int    `json:"status"`
-	ContentRange  string `json:"contentRange"`
-	ContentLength string `json:"contentLength"`
+	Sent          float64 `json:"sent"` // ms since 1970 when it was sent
+	TTFB          float64 `json:"ttfb"` // ms from sent to the answer's first byte
+	URL           string  `json:"url"`
+	Method        string  `json:"method"`
+	Range         string  `json:"range"`
+	IfRange       string  `json:"ifRange"`
+	Status        int     `json:"status"`
+	ContentRange  string  `json:"contentRange"`
+	ContentLength string  `json:"contentLength"`
 	// ContentEncoding: gzip for a playlist or manifest the server
 	// compressed (the body above is what the browser decoded).
 	ContentEncoding string   `json:"contentEncoding"`

@@ -89,8 +89,9 @@ function recordRequests(ctx, mediaOrigin) {
     pending.push((async () => {
       const rh = await req.allHeaders();
       const h = await resp.allHeaders();
+      const tm = req.timing();
       const rec = {
-        url: req.url(), method: req.method(), range: rh['range'] || '', ifRange: rh['if-range'] || '',
+        sent: Math.round(tm.startTime), ttfb: Math.round(tm.responseStart), url: req.url(), method: req.method(), range: rh['range'] || '', ifRange: rh['if-range'] || '',
         status: resp.status(), contentRange: h['content-range'] || '', contentLength: h['content-length'] || '',
         contentEncoding: h['content-encoding'] || '',
         allowOrigin: h['access-control-allow-origin'] || '', exposeHeaders: h['access-control-expose-headers'] || '',

@@ -217,6 +217,9 @@ func checkLive(t *testing.T, c liveCase, r liveResult) string {
 		t.Errorf("%s on %s: latency %s, wall-clock %s (min/median/mean/p95/max) over %d samples; want mean and median of both under %gs",
 			c.Player, c.Src, ls, ws, len(lat), c.bound)
 	}
+	if t.Failed() {
+		logSlowAnswers(t, c, r.Requests)
+	}
 	streamed, blocking, statuses := requestKinds(r.Requests)
 	if c.dash && c.Player == "dash" && streamed == 0 {
 		t.Errorf("dash.js on %s: no segment was streamed as it grew (no 200 without Content-Length): %s", c.Src, statuses)
@@ -226,6 +229,20 @@ func checkLive(t *testing.T, c liveCase, r liveResult) string {
 	}
 	return fmt.Sprintf("%-18s %-5s %-7s latency %s  wall %s  waits %d (stalls after warm-up %d)  requests %d (%s; blocking reloads %d, streamed segments %d)",
 		c.Name, c.Player, r.Version, ls, ws, len(r.Stalls), late, len(r.Requests), statuses, blocking, streamed)
+}
+
+// logSlowAnswers logs the requests whose answer began more than a part
+// (1 s) after they were sent, with when they were sent (s of media time):
+// a blocking reload or a hinted part answered late, or a player asking
+// ahead of the packager.
+func logSlowAnswers(t *testing.T, c liveCase, reqs []mediaRequest) {
+	t.Helper()
+	for _, q := range reqs {
+		if q.TTFB > 1000 {
+			t.Logf("answered %.2fs after it was sent at %.2fs: %s (status %d %s)",
+				q.TTFB/1000, (q.Sent-float64(c.EpochMs))/1000, q.URL, q.Status, q.Failure)
+		}
+	}
 }
 
 // requestKinds counts the streamed segment answers (200 without
