@@ -81,6 +81,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseEnvFile$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/schema
 	$(GO) test -run='^$$' -fuzz='^FuzzParseControl$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/ktls
 	$(GO) test -run='^$$' -fuzz='^FuzzFramer$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/ktls
+	$(GO) test -run='^$$' -fuzz='^FuzzReadTrack$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./fixtures/llmedia
 
 # -buildvcs=auto: stamp the commit (segorigin -version, segorigin_build_info)
 # where git can tell it, even when GOFLAGS says -buildvcs=false.

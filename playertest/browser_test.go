@@ -71,13 +71,19 @@ type playerResult struct {
 
 // mediaRequest is one request the page made to the media origin.
 type mediaRequest struct {
-	URL           string `json:"url"`
-	Method        string `json:"method"`
-	Range         string `json:"range"`
-	IfRange       string `json:"ifRange"`
-	Status        int    `json:"status"`
-	ContentRange  string `json:"contentRange"`
-	ContentLength string `json:"contentLength"`
+	At     int64 `json:"at"` // ms since 1970 when the answer (or failure) came
+	Timing struct {
+		StartTime float64 `json:"startTime"` // ms since 1970 when the request was sent
+	} `json:"timing"`
+	Sent          float64 `json:"sent"` // ms since 1970 when it was sent
+	TTFB          float64 `json:"ttfb"` // ms from sent to the answer's first byte
+	URL           string  `json:"url"`
+	Method        string  `json:"method"`
+	Range         string  `json:"range"`
+	IfRange       string  `json:"ifRange"`
+	Status        int     `json:"status"`
+	ContentRange  string  `json:"contentRange"`
+	ContentLength string  `json:"contentLength"`
 	// ContentEncoding: gzip for a playlist or manifest the server
 	// compressed (the body above is what the browser decoded).
 	ContentEncoding string   `json:"contentEncoding"`
@@ -265,27 +271,35 @@ func checkRefused(t *testing.T, c playerCase, r playerResult) {
 // runDriver runs driver.mjs over the cases, one browser for all of them.
 func runDriver(t *testing.T, cases []playerCase) driverOutput {
 	t.Helper()
+	// The folder shows this run only: drop the screenshots of earlier ones.
+	stale, _ := filepath.Glob(filepath.Join(screenshotDir, "*.png"))
+	for _, f := range stale {
+		os.Remove(f)
+	}
+	var out driverOutput
+	runDriverConfig(t, map[string]any{"targetSeconds": targetSeconds, "timeoutMs": caseTimeout.Milliseconds(),
+		"rate": playbackRate, "cases": cases}, time.Duration(len(cases))*(caseTimeout+10*time.Second), &out)
+	return out
+}
+
+// runDriverConfig runs driver.mjs with cfg (outDir added), for at most a
+// minute more than limit, and decodes what it prints into out.
+func runDriverConfig(t *testing.T, cfg map[string]any, limit time.Duration, out any) {
+	t.Helper()
 	outDir, err := filepath.Abs(screenshotDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The folder shows this run only: drop the screenshots of earlier ones.
-	stale, _ := filepath.Glob(filepath.Join(outDir, "*.png"))
-	for _, f := range stale {
-		os.Remove(f)
-	}
-	cfg, err := json.Marshal(map[string]any{
-		"outDir": outDir, "targetSeconds": targetSeconds, "timeoutMs": caseTimeout.Milliseconds(),
-		"rate": playbackRate, "cases": cases,
-	})
+	cfg["outDir"] = outDir
+	b, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfgFile := filepath.Join(t.TempDir(), "cases.json")
-	if err := os.WriteFile(cfgFile, cfg, 0o644); err != nil {
+	if err := os.WriteFile(cfgFile, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second+time.Duration(len(cases))*(caseTimeout+10*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+limit)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "driver.mjs", cfgFile)
 	// On timeout, SIGTERM lets playwright close Chromium before node exits.
@@ -295,15 +309,13 @@ func runDriver(t *testing.T, cases []playerCase) driverOutput {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	err = cmd.Run()
-	t.Logf("driver.mjs (%d cases, %s):\n%s", len(cases), time.Since(start).Round(time.Millisecond), strings.TrimSpace(stderr.String()))
+	t.Logf("driver.mjs (%s):\n%s", time.Since(start).Round(time.Millisecond), strings.TrimSpace(stderr.String()))
 	if err != nil {
 		t.Fatalf("node driver.mjs: %v", err)
 	}
-	var out driverOutput
-	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
+	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
 		t.Fatalf("driver.mjs output: %v\n%.2000s", err, stdout.String())
 	}
-	return out
 }
 
 // requireBrowser fails (never skips, except under -short) when Chromium,

@@ -14,6 +14,13 @@
 // seek > 0: once playback passes 1 s the page seeks to seek seconds, and
 // the case passes when playback then passes seek + 1.
 //
+// live: true (with "durationMs" and "epochMs"): a low-latency live stream.
+// The case waits for playback to start (within timeoutMs), then lets it
+// play durationMs while the page samples its latency and stalls; it
+// reports them ("samples", "stalls") and the Go test judges them. With
+// "parallel": true at the top, the cases run at once, each in its own
+// context.
+//
 // The test page and the player libraries are served by a static server on
 // another loopback port, so the media is always cross-origin. One browser
 // serves every case; each case gets a fresh context (no shared cache).
@@ -82,8 +89,9 @@ function recordRequests(ctx, mediaOrigin) {
     pending.push((async () => {
       const rh = await req.allHeaders();
       const h = await resp.allHeaders();
+      const tm = req.timing();
       const rec = {
-        url: req.url(), method: req.method(), range: rh['range'] || '', ifRange: rh['if-range'] || '',
+        sent: Math.round(tm.startTime), ttfb: Math.round(tm.responseStart), url: req.url(), method: req.method(), range: rh['range'] || '', ifRange: rh['if-range'] || '',
         status: resp.status(), contentRange: h['content-range'] || '', contentLength: h['content-length'] || '',
         contentEncoding: h['content-encoding'] || '',
         allowOrigin: h['access-control-allow-origin'] || '', exposeHeaders: h['access-control-expose-headers'] || '',
@@ -125,26 +133,31 @@ async function runCase(browser, pageBase, c, cfg) {
   page.on('pageerror', (e) => { if (console.length < 20) console.push(`pageerror: ${e.message}`); });
   const result = { name: c.name, player: c.player, src: c.src, passed: false };
   try {
-    await page.goto(`${pageBase}/index.html?player=${c.player}&rate=${cfg.rate}&cmcd=${c.cmcd || ''}&seek=${c.seek || 0}&src=${encodeURIComponent(c.src)}`);
-    const goal = c.seek ? c.seek + 1 : cfg.targetSeconds;
-    const target = c.expectFail ? 1e9 : goal;
-    try {
-      await page.waitForFunction(
-        ([t, seek]) => window.playerState && (window.playerState.fatal.length > 0 ||
-          ((!seek || window.playerState.seeked) && window.playerState.currentTime >= t)),
-        [target, c.seek || 0], { timeout: cfg.timeoutMs, polling: 100 });
-    } catch (e) {
-      result.timeout = `no progress past the target within ${cfg.timeoutMs} ms`;
-    }
-    const st = await page.evaluate(() => ({ ...window.playerState, currentTime: document.getElementById('video').currentTime,
-      width: document.getElementById('video').videoWidth, height: document.getElementById('video').videoHeight }));
-    Object.assign(result, { version: st.version, currentTime: st.currentTime, fatal: st.fatal,
-      warnings: st.warnings, videoWidth: st.width, videoHeight: st.height, seeked: !!st.seeked });
-    result.passed = c.expectFail ? st.fatal.length > 0 :
-      (st.fatal.length === 0 && st.currentTime >= goal && (!c.seek || !!st.seeked));
-    if (!c.expectFail) {
-      result.screenshot = join(cfg.outDir, `${c.name.replace(/[^A-Za-z0-9_.-]+/g, '_')}.png`);
-      await page.screenshot({ path: result.screenshot });
+    await page.goto(`${pageBase}/index.html?player=${c.player}&rate=${cfg.rate}&cmcd=${c.cmcd || ''}&seek=${c.seek || 0}` +
+      `&live=${c.live ? 1 : 0}&epoch=${c.epochMs || 0}&src=${encodeURIComponent(c.src)}`);
+    if (c.live) {
+      await playLive(page, c, cfg, result);
+    } else {
+      const goal = c.seek ? c.seek + 1 : cfg.targetSeconds;
+      const target = c.expectFail ? 1e9 : goal;
+      try {
+        await page.waitForFunction(
+          ([t, seek]) => window.playerState && (window.playerState.fatal.length > 0 ||
+            ((!seek || window.playerState.seeked) && window.playerState.currentTime >= t)),
+          [target, c.seek || 0], { timeout: cfg.timeoutMs, polling: 100 });
+      } catch (e) {
+        result.timeout = `no progress past the target within ${cfg.timeoutMs} ms`;
+      }
+      const st = await page.evaluate(() => ({ ...window.playerState, currentTime: document.getElementById('video').currentTime,
+        width: document.getElementById('video').videoWidth, height: document.getElementById('video').videoHeight }));
+      Object.assign(result, { version: st.version, currentTime: st.currentTime, fatal: st.fatal,
+        warnings: st.warnings, videoWidth: st.width, videoHeight: st.height, seeked: !!st.seeked });
+      result.passed = c.expectFail ? st.fatal.length > 0 :
+        (st.fatal.length === 0 && st.currentTime >= goal && (!c.seek || !!st.seeked));
+      if (!c.expectFail) {
+        result.screenshot = join(cfg.outDir, `${c.name.replace(/[^A-Za-z0-9_.-]+/g, '_')}.png`);
+        await page.screenshot({ path: result.screenshot });
+      }
     }
   } catch (e) {
     result.error = String(e.message || e).split('\n')[0];
@@ -160,6 +173,31 @@ async function runCase(browser, pageBase, c, cfg) {
   return result;
 }
 
+// playLive waits for a live case to start playing, lets it play
+// c.durationMs (ending early on a fatal error), and copies the page's
+// samples and stalls into result.
+async function playLive(page, c, cfg, result) {
+  try {
+    await page.waitForFunction(() => window.playerState && (window.playerState.fatal.length > 0 || window.playerState.playingSince > 0),
+      null, { timeout: cfg.timeoutMs, polling: 100 });
+  } catch (e) {
+    result.timeout = `not playing within ${cfg.timeoutMs} ms`;
+  }
+  const until = Date.now() + c.durationMs;
+  while (!result.timeout && Date.now() < until) {
+    await page.waitForTimeout(Math.min(1000, until - Date.now()));
+    if (await page.evaluate(() => window.playerState.fatal.length > 0)) break;
+  }
+  const st = await page.evaluate(() => ({ ...window.playerState, currentTime: document.getElementById('video').currentTime,
+    width: document.getElementById('video').videoWidth, height: document.getElementById('video').videoHeight }));
+  Object.assign(result, { version: st.version, currentTime: st.currentTime, fatal: st.fatal, warnings: st.warnings,
+    videoWidth: st.width, videoHeight: st.height, samples: st.samples, stalls: st.stalls,
+    playedMs: st.playingSince ? Date.now() - st.playingSince : 0 });
+  result.passed = st.fatal.length === 0 && !result.timeout;
+  result.screenshot = join(cfg.outDir, `${c.name.replace(/[^A-Za-z0-9_.-]+/g, '_')}.png`);
+  await page.screenshot({ path: result.screenshot });
+}
+
 async function main() {
   const cfg = JSON.parse(readFileSync(process.argv[2], 'utf8'));
   cfg.targetSeconds ??= 4;
@@ -173,7 +211,11 @@ async function main() {
   const out = { browserVersion: browser.version(), pageOrigin: pageBase, results: [] };
   log(`chromium ${out.browserVersion}, page origin ${pageBase}`);
   try {
-    for (const c of cfg.cases) out.results.push(await runCase(browser, pageBase, c, cfg));
+    if (cfg.parallel) {
+      out.results = await Promise.all(cfg.cases.map((c) => runCase(browser, pageBase, c, cfg)));
+    } else {
+      for (const c of cfg.cases) out.results.push(await runCase(browser, pageBase, c, cfg));
+    }
   } finally {
     await browser.close();
     srv.close();

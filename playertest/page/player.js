@@ -15,6 +15,12 @@ const cmcdHeaders = params.get('cmcd') === 'header';
 // seek=S: once playback passes 1 s, jump to S seconds (state.seeked), so
 // the player fetches segments it had not reached through the same URLs.
 const seekTo = Number(params.get('seek')) || 0;
+// live=1: a low-latency live stream. Each player runs in its low-latency
+// mode at rate 1, and the page samples its live latency and counts stalls
+// (state.samples, state.stalls). epoch: the packager's media time 0 on the
+// wall clock (ms since 1970), for the wall-clock latency of a DASH player.
+const live = params.get('live') === '1';
+const epochMs = Number(params.get('epoch')) || 0;
 const video = document.getElementById('video');
 const statusLine = document.getElementById('status');
 
@@ -27,6 +33,12 @@ const state = {
   version: '',
   currentTime: 0,
   seeked: false, // the seek was made, and playback went on from there
+  // live: one sample every 500 ms once playing: {at (ms since start of
+  // playback), latency (the player's own measure, s), wall (now less the
+  // wall-clock time of the playhead, s), currentTime, buffer (s ahead)}
+  samples: [],
+  stalls: [], // live: {at, currentTime, ms} per 'waiting' after the first 'playing'
+  playingSince: 0, // Date.now() at the first 'playing'
 };
 window.playerState = state;
 
@@ -61,6 +73,7 @@ async function playHls() {
   state.version = Hls.version;
   if (!Hls.isSupported()) throw new Error('hls.js: MediaSource not supported');
   const config = { enableWorker: true };
+  if (live) Object.assign(config, { lowLatencyMode: true, maxLiveSyncPlaybackRate: 1.5, backBufferLength: 10 });
   if (cmcdHeaders) config.cmcd = { useHeaders: true, sessionId: 'playertest', contentId: 'fixture' };
   const hls = new Hls(config);
   hls.on(Hls.Events.ERROR, (_, d) => {
@@ -71,6 +84,7 @@ async function playHls() {
   hls.on(Hls.Events.MANIFEST_PARSED, () => { video.play().catch((e) => warn(`play(): ${e}`)); });
   hls.loadSource(src);
   hls.attachMedia(video);
+  latencyOf = () => ({ latency: hls.latency, wall: hls.playingDate ? (Date.now() - hls.playingDate.getTime()) / 1000 : NaN });
 }
 
 async function playDash() {
@@ -88,7 +102,19 @@ async function playDash() {
     // dash.js 5.2 spells the mode 'headers' (its index.d.ts still says 'header').
     player.updateSettings({ streaming: { cmcd: { enabled: true, mode: 'headers', sid: 'playertest', cid: 'fixture' } } });
   }
+  if (live) {
+    // Low-latency DASH: dash.js picks its low-latency mode from the MPD
+    // (availabilityTimeComplete=false) and its target from the MPD's
+    // ServiceDescription; catch-up keeps it there. No UTCTiming in the
+    // MPD: the page shares the packager's clock.
+    player.updateSettings({ streaming: {
+      utcSynchronization: { enabled: false },
+      liveCatchup: { enabled: true, mode: 'liveCatchupModeDefault' },
+    } });
+  }
   player.initialize(video, src, true);
+  latencyOf = () => ({ latency: player.getCurrentLiveLatency(),
+    wall: epochMs ? (Date.now() - epochMs) / 1000 - video.currentTime : NaN });
 }
 
 async function playShaka() {
@@ -98,6 +124,9 @@ async function playShaka() {
   if (!shaka.Player.isBrowserSupported()) throw new Error('Shaka: browser not supported');
   const player = new shaka.Player();
   await player.attach(video);
+  // Low-latency mode; for DASH, the live edge from availabilityStartTime
+  // and the page's clock (the packager's), not guessed from the segments.
+  if (live) player.configure({ streaming: { lowLatencyMode: true }, manifest: { dash: { autoCorrectDrift: false } } });
   player.addEventListener('error', (e) => {
     const d = e.detail;
     const what = `Shaka error ${d.code} category=${d.category} data=${JSON.stringify(d.data).slice(0, 300)}`;
@@ -106,10 +135,42 @@ async function playShaka() {
   await player.load(src);
   await video.play();
   // Shaka owns the playback rate (it resets video.playbackRate itself).
-  if (rate !== 1) player.trickPlay(rate, false);
+  if (rate !== 1 && !live) player.trickPlay(rate, false);
+  latencyOf = () => {
+    const d = player.getPlayheadTimeAsDate();
+    return { latency: player.getStats().liveLatency, wall: d ? (Date.now() - d.getTime()) / 1000 : NaN };
+  };
 }
 
 const players = { hls: playHls, dash: playDash, shaka: playShaka };
+
+// latencyOf is the playing player's latency now: {latency, wall} (s).
+let latencyOf = null;
+
+// sampleLive records the latency and the buffer ahead, twice a second.
+function sampleLive() {
+  if (!state.playingSince || !latencyOf) return;
+  const l = latencyOf();
+  const b = video.buffered;
+  const ahead = b.length ? b.end(b.length - 1) - video.currentTime : 0;
+  if (state.samples.length < 1000) {
+    state.samples.push({ at: Date.now() - state.playingSince, latency: Number(l.latency), wall: Number(l.wall),
+      currentTime: video.currentTime, buffer: ahead });
+  }
+}
+if (live) {
+  setInterval(sampleLive, 500);
+  let waitingSince = 0;
+  video.addEventListener('waiting', () => {
+    if (!state.playingSince || waitingSince) return;
+    waitingSince = Date.now();
+    state.stalls.push({ at: waitingSince - state.playingSince, currentTime: video.currentTime, ms: -1 });
+  });
+  video.addEventListener('playing', () => {
+    if (waitingSince) state.stalls[state.stalls.length - 1].ms = Date.now() - waitingSince;
+    waitingSince = 0;
+  });
+}
 
 video.addEventListener('error', () => {
   const e = video.error;
@@ -127,7 +188,8 @@ video.addEventListener('timeupdate', () => {
   }
 });
 video.addEventListener('playing', () => {
-  if (playerName !== 'shaka') video.playbackRate = rate;
+  if (!state.playingSince) state.playingSince = Date.now();
+  if (playerName !== 'shaka' && !live) video.playbackRate = rate;
 });
 setInterval(render, 250);
 
