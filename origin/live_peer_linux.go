@@ -2,6 +2,8 @@
 
 package origin
 
+import "segorigin/origin/stream"
+
 // peerGone reports whether the client of c has closed its side while its
 // response waits for bytes that are not there yet (a stream of a growing
 // file between chunks): the transports that read nothing meanwhile (the
@@ -10,6 +12,6 @@ package origin
 // waiting on its upstream (ngx_http_test_reading), the client's FIN counts
 // as the client gone.
 func peerGone(c h1Conn) bool {
-	pc, ok := c.(interface{ PeerClosed() bool })
-	return ok && pc.PeerClosed()
+	sc, ok := c.(*stream.Conn)
+	return ok && stream.PeerClosed(sc.Underlying())
 }

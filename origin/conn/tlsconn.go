@@ -399,7 +399,7 @@ func (e *setsockoptError) Error() string { return "setsockopt " + e.opt + ": " +
 func (e *setsockoptError) Unwrap() error { return e.err }
 
 // RawSocket is the TCP socket under the TLS layer, to ask the kernel
-// about the peer without reading from it (stream.Conn.PeerClosed); nil
+// about the peer without reading from it (stream.PeerClosed); nil
 // when the connection is not TCP.
 func (c *tlsConn) RawSocket() syscall.RawConn {
 	if c.tcp == nil {

@@ -40,9 +40,7 @@ type Conn struct {
 	resumed                                  bool // Continue ran since the last wait
 	idle                                     atomic.Bool
 
-	mu    sync.Mutex // protects posts
-	posts []func()
-	wake  chan struct{} // a post is waiting (capacity 1)
+	box mailbox // work posted from other goroutines
 
 	out sender
 	raw syscall.RawConn // the plain socket, for waiting without a buffer
@@ -197,7 +195,7 @@ func (c *Conn) process() {
 			c.in = nil
 		}
 		for c.parked && !c.closed {
-			c.runPosts()
+			c.box.run()
 		}
 		if c.closed {
 			return
@@ -215,13 +213,31 @@ func (c *Conn) process() {
 	}
 }
 
-// runPosts waits for work posted from other goroutines and runs it.
-func (c *Conn) runPosts() {
-	<-c.wake
-	c.mu.Lock()
-	posts := c.posts
-	c.posts = nil
-	c.mu.Unlock()
+// mailbox is the work other goroutines post to a connection's goroutine.
+type mailbox struct {
+	mu    sync.Mutex // protects posts
+	posts []func()
+	wake  chan struct{} // a post is waiting (capacity 1)
+}
+
+// post queues fn and wakes the goroutine if it waits.
+func (m *mailbox) post(fn func()) {
+	m.mu.Lock()
+	m.posts = append(m.posts, fn)
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run waits for work posted and runs it.
+func (m *mailbox) run() {
+	<-m.wake
+	m.mu.Lock()
+	posts := m.posts
+	m.posts = nil
+	m.mu.Unlock()
 	for _, fn := range posts {
 		fn()
 	}
@@ -343,13 +359,7 @@ func (c *Conn) Park() { c.parked = true }
 // hook), also when c has closed by then: fn checks Closed. Safe from any
 // goroutine.
 func (c *Conn) Post(fn func()) {
-	c.mu.Lock()
-	c.posts = append(c.posts, fn)
-	c.mu.Unlock()
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
+	c.box.post(fn)
 }
 
 // Continue resumes c's response after its Ready hook said not yet (from a
@@ -430,7 +440,7 @@ func (v tlsView) ConnectionState() tls.ConnectionState {
 func (c *Conn) waitResume() bool {
 	c.resumed = false
 	for !c.resumed && !c.closed {
-		c.runPosts()
+		c.box.run()
 	}
 	return !c.closed
 }

@@ -1,18 +1,20 @@
 package stream
 
 import (
+	"net"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
-// PeerClosed reports whether the client has closed its side of c (its FIN
-// has arrived: poll(2)'s POLLRDHUP), without reading: for a response that
-// waits for its next bytes while c's goroutine reads nothing, which would
+// PeerClosed reports whether the client has closed its side of nc, a
+// Conn's Underlying connection (its FIN has arrived: poll(2)'s
+// POLLRDHUP), without reading: for a response that waits for its next
+// bytes while the connection's goroutine reads nothing, which would
 // otherwise see the client leave only at its next write.
-func (c *Conn) PeerClosed() bool {
+func PeerClosed(nc net.Conn) bool {
 	var raw syscall.RawConn
-	switch nc := c.nc.(type) {
+	switch nc := nc.(type) {
 	case interface{ RawSocket() syscall.RawConn }: // under TLS (origin/conn)
 		raw = nc.RawSocket()
 	case syscall.Conn:

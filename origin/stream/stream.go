@@ -122,7 +122,7 @@ func (s *Server) track(nc net.Conn) *Conn {
 	if s.draining.Load() {
 		return nil
 	}
-	c := &Conn{s: s, nc: nc, wake: make(chan struct{}, 1)}
+	c := &Conn{s: s, nc: nc, box: mailbox{wake: make(chan struct{}, 1)}}
 	c.out = sender{nc: nc, cfg: &s.cfg, wait: c.waitResume}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
