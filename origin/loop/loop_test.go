@@ -447,3 +447,33 @@ func TestLoopsHoldingEveryP(t *testing.T) {
 		t.Error("no collection completed while the loops served")
 	}
 }
+
+// TestSparseRequestsPark: a loop whose requests come tens of
+// milliseconds apart (paced players) answers each, and parks on Go's
+// netpoller between them instead of keeping its P in epoll_wait.
+func TestSparseRequestsPark(t *testing.T) {
+	h := &lineHandler{}
+	addr, e := startLoop(t, h, func(c *loop.Config) { c.Loops = 1 })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	const requests = 10
+	parks := e.Stats().Parks.Load()
+	for i := range requests {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := fmt.Fprintf(c, "mem %d\n", 10+i); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 10+i)
+		if _, err := io.ReadFull(br, got); err != nil || string(got) != strings.Repeat("m", 10+i) {
+			t.Fatalf("request %d: got %q, %v", i, got, err)
+		}
+		time.Sleep(30 * time.Millisecond) // a sparse client
+	}
+	if n := e.Stats().Parks.Load() - parks; n < requests/2 {
+		t.Errorf("the loop parked %d times between %d requests 30 ms apart, want at least %d", n, requests, requests/2)
+	}
+}
