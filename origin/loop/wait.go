@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"segorigin/origin/coldread"
 )
 
 // When a loop waits, parks and yields, and how its thread makes the
@@ -20,11 +22,10 @@ import (
 // sendfile as ordinary system calls woke sysmon for every event: tens
 // of thread wake-ups per segment sent, more than the send itself. So
 // the calls a loop makes on a wake-up are raw: sockets that never
-// block, epoll, and sendfile of a window its Ready hook found in the
-// page cache. None of them waits on storage or on a peer, so the
-// runtime loses nothing by not seeing them; a sendfile of a window not
-// checked stays an ordinary system call, which sysmon can take the P
-// from.
+// block, epoll, and sendfile of a window in the page cache. None of them
+// waits on storage or on a peer, so the runtime loses nothing by not
+// seeing them; a sendfile that may read from storage stays an ordinary
+// system call, which sysmon can take the P from.
 //
 // With those, a loop parks on Go's netpoller as soon as it has nothing
 // to do: a gap between sparse events (paced players asking every few
@@ -105,17 +106,23 @@ func rawRead(fd int, p []byte) (int, error) {
 }
 
 // sendfile is sendfile(2) from in at *off to the non-blocking socket
-// out; resident: the window is known to be in the page cache, so the
-// call never waits on storage and is made raw.
-func sendfile(out, in int, off *int64, n int, resident bool) (int, error) {
-	if !resident {
-		return unix.Sendfile(out, in, off, n)
+// out. checked: the response's Ready hook passed the window. Such a
+// window is asked of the page cache once more here (cachestat, under a
+// microsecond) and, all of it resident, sent by a raw system call, which
+// then copies from memory only; otherwise (evicted since the hook, or
+// not checked) it is an ordinary system call, so that a read from
+// storage never holds the P (nor a stop of the world) while it waits.
+func sendfile(out, in int, off *int64, n int, checked bool) (int, error) {
+	if checked {
+		if ok, err := coldread.Resident(in, *off, int64(n), *off+int64(n)); err == nil && ok {
+			r, _, e := unix.RawSyscall6(unix.SYS_SENDFILE, uintptr(out), uintptr(in), uintptr(unsafe.Pointer(off)), uintptr(n), 0, 0)
+			if e != 0 {
+				return 0, e
+			}
+			return int(r), nil
+		}
 	}
-	r, _, e := unix.RawSyscall6(unix.SYS_SENDFILE, uintptr(out), uintptr(in), uintptr(unsafe.Pointer(off)), uintptr(n), 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), nil
+	return unix.Sendfile(out, in, off, n)
 }
 
 // rawEpollCtl is epoll_ctl(2) as a raw system call.
