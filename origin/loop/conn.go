@@ -294,7 +294,7 @@ func (c *Conn) sendFile(r *Response, p *Part, budget int64) (n, want int64, wait
 		return c.copyFile(p, r.Cursor.Off, want)
 	}
 	off := p.Off + r.Cursor.Off
-	m, err := unix.Sendfile(c.fd, p.Fd, &off, int(want))
+	m, err := sendfile(c.fd, p.Fd, &off, int(want), r.Ready != nil)
 	switch {
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
 		r.Copied = true

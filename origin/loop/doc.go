@@ -6,12 +6,14 @@
 // # What it owns
 //
 //   - The loops: one per Config.Loops, each a goroutine with its own
-//     epoll instance and eventfd. While it has work a loop waits in
-//     epoll_wait as a raw system call, under 10 ms at a time and
-//     yielding between waits, so the runtime neither takes its thread's
-//     P away nor wakes and parks threads for it; idle for a while, it
-//     parks on Go's netpoller through a second epoll instance that
-//     holds the first, so an idle server costs no CPU. Every loop watches
+//     epoll instance and eventfd. With nothing to do it parks on Go's
+//     netpoller through a second epoll instance that holds the first,
+//     so an idle server costs no CPU; where events come less than a
+//     millisecond apart it waits in epoll_wait as a raw system call
+//     instead, under 10 ms at a time and yielding between waits, so the
+//     runtime neither takes its thread's P away nor wakes and parks
+//     threads for it. The system calls of a wake-up are raw too, so
+//     that sysmon sleeps while the loops are parked (wait.go). Every loop watches
 //     the one listening socket with EPOLLEXCLUSIVE, so the kernel wakes
 //     one loop per pending connection and accepts spread over the loops.
 //   - The poller (Config.Poller), how a loop learns what is ready, behind

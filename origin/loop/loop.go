@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -141,17 +140,14 @@ func (l *loop) closeFDs() {
 // While there is work it waits in epoll_wait, at most activeWait at a
 // time, as a raw system call (poller.wait): to the runtime the loop is
 // running, so its sysmon neither takes the thread's P away during the
-// wait (a hand-over through futexes each time, and sysmon back to
-// waking every 20 µs) nor parks and wakes threads for it. The loop
-// yields every yieldEvery instead, which lets the other goroutines on
-// its P run and keeps sysmon from preempting it with a signal; a
-// signal (the collector stopping the world) ends a wait at once. After
-// parkAfter with nothing to do it parks on Go's netpoller until an
-// event or its next deadline: a parked goroutine holds neither thread
-// nor P, so an idle server costs no CPU and sysmon sleeps. Parking for
-// every short gap instead would wake sysmon from that sleep each time.
-// (The goroutine is not locked to its thread: locked, every wake-up from
-// the netpoller would be a hand-over between two threads. The io_uring
+// wait nor parks and wakes threads for it; it yields every yieldEvery
+// instead, and a signal (the collector stopping the world) ends a wait
+// at once. With nothing to do (at once, or after parkAfter: wait.go) it
+// parks on Go's netpoller until an event or its next deadline: a parked
+// goroutine holds neither thread nor P, so an idle server costs no CPU
+// and sysmon sleeps (wait.go says why the calls of a wake-up are raw).
+// The goroutine is not locked to its thread: locked, every wake-up from
+// the netpoller would be a hand-over between two threads. (The io_uring
 // poller locks it all the same: its ring runs completions only on the
 // thread that submits.)
 func (l *loop) run() {
@@ -165,32 +161,9 @@ func (l *loop) run() {
 	}
 	events := make([]unix.EpollEvent, 256)
 	l.now = time.Now().UnixNano()
-	lastYield, lastEvent := l.now, l.now
+	wc := newWaitClock(l.p, l.now)
 	for !(l.draining && l.nconn == 0) {
-		if l.handedOff || l.now-lastYield > int64(yieldEvery) {
-			// A goroutine that never yields looks stuck to the
-			// runtime's sysmon (system calls do not count), which then
-			// preempts it with a signal every 10 ms.
-			runtime.Gosched()
-			lastYield, l.handedOff = l.now, false
-		}
-		var n int
-		var err error
-		wait := l.waitMillis()
-		long := wait < 0 || wait > activeWait
-		if long {
-			wait = activeWait
-		}
-		if long && l.now-lastEvent > int64(parkAfter) {
-			l.e.stats.Parks.Add(1)
-			n, err = l.park.wait(l.p, events, l.nextDeadline())
-		} else {
-			n, err = l.p.wait(events, wait)
-		}
-		l.now = time.Now().UnixNano()
-		if n > 0 {
-			lastEvent = l.now
-		}
+		n, err := l.nextEvents(events, &wc)
 		if err != nil && !errors.Is(err, unix.EINTR) {
 			l.e.log.Error("waiting for events failed: loop stops", "err", err)
 			l.closeAll()
@@ -214,15 +187,6 @@ func (l *loop) run() {
 		l.expire()
 	}
 }
-
-// activeWait is the longest a loop waits in epoll_wait at a time (ms):
-// with yieldEvery, a loop yields at least every 10 ms, before sysmon
-// would preempt it.
-const activeWait = 9
-
-// parkAfter is how long a loop with nothing to do keeps waiting in
-// epoll_wait before it parks.
-const parkAfter = 250 * time.Millisecond
 
 // nextDeadline is when the loop's earliest wait ends (Unix ns, rounded up
 // to a millisecond, so that a parked loop's deadline changes at most once
@@ -306,9 +270,6 @@ var errWriteTimeout = errors.New("loop: write timeout")
 // maxFreeBuffers bounds the read buffers a loop keeps for reuse: enough
 // for its busy connections, not a burst's worth held for ever.
 const maxFreeBuffers = 128
-
-// yieldEvery is how often a loop that has not parked yields its P.
-const yieldEvery = 5 * time.Millisecond
 
 // accept takes the pending connections (a bounded batch per wake-up:
 // other loops and connections get their turn).
@@ -612,7 +573,7 @@ func (l *loop) post(fn func()) {
 
 func (l *loop) runPosted() {
 	var buf [8]byte
-	unix.Read(l.evfd, buf[:])
+	rawRead(l.evfd, buf[:])
 	l.signals.Store(false)
 	l.mu.Lock()
 	q := l.queue
@@ -638,13 +599,13 @@ func sockaddrToTCP(sa unix.Sockaddr) *net.TCPAddr {
 }
 
 // sendmsg is sendmsg(2) over iov, without allocating (unix.SendmsgBuffers
-// builds its iovec slice per call).
+// builds its iovec slice per call), as a raw system call (wait.go).
 func sendmsg(fd int, iov []unix.Iovec, flags int) (int, error) {
 	var msg unix.Msghdr
 	msg.Iov = &iov[0]
 	msg.SetIovlen(len(iov))
 	for {
-		n, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
+		n, _, e := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&msg)), uintptr(flags))
 		if e == 0 {
 			return int(n), nil
 		}

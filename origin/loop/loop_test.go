@@ -479,8 +479,8 @@ func TestUringServes(t *testing.T) {
 	r := bufio.NewReader(c)
 	for round := range 2 {
 		if round == 1 {
-			// Past parkAfter (250 ms) with nothing to do and no deadline:
-			// the loop waits on the netpoller for the ring's eventfd.
+			// With nothing to do and no deadline the loop parks: it
+			// waits on the netpoller for the ring's eventfd.
 			for i := 0; e.Stats().Parks.Load() == 0 && i < 100; i++ {
 				time.Sleep(20 * time.Millisecond)
 			}
@@ -502,5 +502,36 @@ func TestUringServes(t *testing.T) {
 	if st.UringEnters.Load() == 0 || st.UringSubmissions.Load() == 0 || st.UringCompletions.Load() == 0 {
 		t.Errorf("uring counters: %d enters, %d submissions, %d completions; want all > 0",
 			st.UringEnters.Load(), st.UringSubmissions.Load(), st.UringCompletions.Load())
+	}
+}
+
+// TestSparseRequestsPark: a loop whose requests come tens of
+// milliseconds apart (paced players) answers each, and parks on Go's
+// netpoller between them instead of keeping its P in epoll_wait.
+func TestSparseRequestsPark(t *testing.T) {
+	h := &lineHandler{}
+	// epoll's policy: the io_uring poller waits uringParkAfter first.
+	addr, e := startLoop(t, h, func(c *loop.Config) { c.Loops = 1; c.Poller = loop.PollerEpoll })
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	const requests = 10
+	parks := e.Stats().Parks.Load()
+	for i := range requests {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := fmt.Fprintf(c, "mem %d\n", 10+i); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, 10+i)
+		if _, err := io.ReadFull(br, got); err != nil || string(got) != strings.Repeat("m", 10+i) {
+			t.Fatalf("request %d: got %q, %v", i, got, err)
+		}
+		time.Sleep(30 * time.Millisecond) // a sparse client
+	}
+	if n := e.Stats().Parks.Load() - parks; n < requests/2 {
+		t.Errorf("the loop parked %d times between %d requests 30 ms apart, want at least %d", n, requests, requests/2)
 	}
 }

@@ -50,7 +50,7 @@ func newParker(p poller) (*parker, error) {
 // arm sets what the entry waits for: EPOLLIN while parked, nothing
 // otherwise.
 func (k *parker) arm(ev uint32) error {
-	if err := unix.EpollCtl(int(k.file.Fd()), unix.EPOLL_CTL_MOD, k.pfd, &unix.EpollEvent{Events: ev, Fd: int32(k.pfd)}); err != nil {
+	if err := rawEpollCtl(int(k.file.Fd()), unix.EPOLL_CTL_MOD, k.pfd, &unix.EpollEvent{Events: ev, Fd: int32(k.pfd)}); err != nil {
 		return fmt.Errorf("loop: epoll_ctl (park): %w", err)
 	}
 	return nil

@@ -58,14 +58,14 @@ func (p *epoll) add(fd int, ev uint32) error { return p.ctl(unix.EPOLL_CTL_ADD, 
 func (p *epoll) mod(fd int, ev uint32) error { return p.ctl(unix.EPOLL_CTL_MOD, fd, ev) }
 
 func (p *epoll) del(fd int) error {
-	if err := unix.EpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
+	if err := rawEpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {
 		return fmt.Errorf("loop: epoll_ctl del %d: %w", fd, err)
 	}
 	return nil
 }
 
 func (p *epoll) ctl(op, fd int, ev uint32) error {
-	if err := unix.EpollCtl(p.epfd, op, fd, &unix.EpollEvent{Events: ev, Fd: int32(fd)}); err != nil {
+	if err := rawEpollCtl(p.epfd, op, fd, &unix.EpollEvent{Events: ev, Fd: int32(fd)}); err != nil {
 		return fmt.Errorf("loop: epoll_ctl %d: %w", fd, err)
 	}
 	return nil
