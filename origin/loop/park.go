@@ -22,6 +22,15 @@ type parker struct {
 	raw  syscall.RawConn // file's, for the wait
 	set  int64           // the deadline file has now (Unix ns; -1 none)
 	pfd  int             // the poller's descriptor
+
+	// What a wait's check reads and leaves (check, bound once in
+	// newParker: a closure made per wait would be three allocations a
+	// park, and a loop may park once a request).
+	p      poller
+	events []unix.EpollEvent
+	n      int
+	werr   error
+	check  func(uintptr) bool
 }
 
 func newParker(p poller) (*parker, error) {
@@ -44,6 +53,7 @@ func newParker(p poller) (*parker, error) {
 		return nil, fmt.Errorf("loop: park descriptor on the netpoller: %w", err)
 	}
 	k.raw = rc
+	k.check = k.ready
 	return k, nil
 }
 
@@ -74,13 +84,10 @@ func (k *parker) wait(p poller, events []unix.EpollEvent, next int64) (n int, er
 	if err := k.arm(unix.EPOLLIN); err != nil {
 		return 0, err
 	}
-	var werr error
-	rerr := k.raw.Read(func(uintptr) bool {
-		// Checked once the wait is armed: an event that came after the
-		// last wait raised no edge on the parking descriptor.
-		n, werr = p.wait(events, 0)
-		return n > 0 || (werr != nil && !errors.Is(werr, unix.EINTR))
-	})
+	k.p, k.events, k.n, k.werr = p, events, 0, nil
+	rerr := k.raw.Read(k.check)
+	n, werr := k.n, k.werr
+	k.p, k.events = nil, nil
 	if err := k.arm(0); err != nil {
 		return 0, err
 	}
@@ -93,6 +100,13 @@ func (k *parker) wait(p poller, events []unix.EpollEvent, next int64) (n int, er
 		return 0, fmt.Errorf("loop: wait on the poller's descriptor: %w", rerr)
 	}
 	return n, nil
+}
+
+// ready is the check of a wait, once it is armed: an event that came
+// after the last wait raised no edge on the parking descriptor.
+func (k *parker) ready(uintptr) bool {
+	k.n, k.werr = k.p.wait(k.events, 0)
+	return k.n > 0 || (k.werr != nil && !errors.Is(k.werr, unix.EINTR))
 }
 
 func (k *parker) close() error { return k.file.Close() }
