@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"segorigin/cache"
+	"segorigin/origin/predict"
 )
 
 // Live prefixes (-live-prefix): directories the operator names live where
@@ -140,7 +141,10 @@ func prevNumbers(name string) []string {
 		return nil // all zeros: the first segment
 	}
 	digits[i]--
-	names := []string{dir + stem[:start] + string(digits) + stem[end+1:] + ext}
+	var names []string
+	if len(digits) <= predict.MaxDigits { // a longer run has no next: never the name before
+		names = append(names, dir+stem[:start]+string(digits)+stem[end+1:]+ext)
+	}
 	if len(digits) > 1 && digits[0] == '0' && strings.Trim(string(digits[1:]), "9") == "" {
 		names = append(names, dir+stem[:start]+string(digits[1:])+stem[end+1:]+ext)
 	}

@@ -67,6 +67,10 @@ func climbs(p string) bool {
 	return false
 }
 
+// MaxDigits is the longest run of digits NextNumber counts up: nineteen
+// nines would not fit an int64, and no packager numbers past that.
+const MaxDigits = 18
+
 // NextNumber returns the name of the segment after name in a DASH
 // SegmentTemplate ($Number$ or $Number%0Nd$) or numbered HLS series: the
 // last run of decimal digits in the file name (not its directory or
@@ -100,7 +104,7 @@ func AppendNextNumber(dst []byte, name string) ([]byte, bool) {
 	for start > 0 && file[start-1] >= '0' && file[start-1] <= '9' {
 		start--
 	}
-	if end+1-start > 18 {
+	if end+1-start > MaxDigits {
 		return dst, false
 	}
 	dst = append(dst, dir...)
