@@ -38,7 +38,7 @@ uring:
 # Short fuzz runs of every target, so the fuzzers and their seeds cannot rot.
 # Counted in executions, not seconds: a time budget that expires while a
 # worker is mid-input fails the run with "context deadline exceeded".
-# 100,000 executions a target keep the 34 targets near 4 minutes on 2 cores;
+# 100,000 executions a target keep the 44 targets near 5 minutes on 2 cores;
 # a longer hunt is `make fuzz FUZZTIME=5000000x`.
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./ranges
@@ -81,6 +81,9 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseEnvFile$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./internal/schema
 	$(GO) test -run='^$$' -fuzz='^FuzzParseControl$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/ktls
 	$(GO) test -run='^$$' -fuzz='^FuzzFramer$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/ktls
+	$(GO) test -run='^$$' -fuzz='^FuzzHandshakeScanner$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/ktls
+	$(GO) test -run='^$$' -fuzz='^FuzzKeyLog$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/ktls
+	$(GO) test -run='^$$' -fuzz='^FuzzParseInfo$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./origin/ktls
 	$(GO) test -run='^$$' -fuzz='^FuzzReadTrack$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=500x ./fixtures/llmedia
 
 # -buildvcs=auto: stamp the commit (segorigin -version, segorigin_build_info)

@@ -149,6 +149,9 @@ func TestFDCap(t *testing.T) {
 		wg.Go(func() {
 			c := ts.dial()
 			for i := w; i < files; i += 4 {
+				// 5,000 requests on one connection: dial's 60 s is per
+				// request here, so a loaded machine cannot expire it.
+				c.conn.SetDeadline(time.Now().Add(60 * time.Second))
 				r := c.do("GET", fmt.Sprintf("/d%02d/f%05d.m4s", i%100, i))
 				if r.StatusCode != 200 || len(r.body) != 1 || r.body[0] != byte(i) {
 					t.Errorf("file %d: status %d body %v", i, r.StatusCode, r.body)
