@@ -3,7 +3,6 @@ package origin
 import (
 	"errors"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -90,6 +89,7 @@ func (f *files) beforeBody(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	if resident {
 		f.stats.Cold.Resident[k].Add(1)
 	}
+	p.resident = resident
 	if err != nil {
 		f.stats.Cold.Refused.Add(1)
 		f.resp.fail(ctx, err)
@@ -104,13 +104,12 @@ func (f *files) beforeBody(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 // coldPath makes the bytes a response needs resident before they are
 // sent, through the cold readers (coldread.Pool), so that no sendfile
 // waits for storage on a request's thread. It takes from the server only
-// what it needs: the cache's Acquire, copy buffers, the clock and the log.
+// what it needs: the cache's Acquire, the clock and the log.
 type coldPath struct {
 	pool     *coldread.Pool
 	st       *ColdCounters[atomic.Int64]
 	now      func() time.Time
 	acquire  func(name string) (*cache.Handle, error)
-	bufs     *sync.Pool // *[]byte
 	log      *slog.Logger
 	loggable func(string) string
 	failLog  *rateLimitedLog // reads failing or refused, once per interval
@@ -176,9 +175,7 @@ func (c *coldPath) load(name string, sp ranges.Span) (int64, error) {
 	if n <= 0 {
 		return 0, nil
 	}
-	bp := c.bufs.Get().(*[]byte)
-	defer c.bufs.Put(bp)
-	return n, coldread.Load(h.Fd(), sp.Start, n, *bp)
+	return n, coldread.Load(h.Fd(), sp.Start, n)
 }
 
 // sendSpan sends sp through w. With the cold path on it goes window by

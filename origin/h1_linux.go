@@ -609,11 +609,15 @@ func (r *h1Req) readyWindow(_ *wire.Part, off, n int64) (int64, bool) {
 	if r.first {
 		r.first = false
 		if n <= coldFirstWindow {
-			return n, true // beforeBody checked it: no second system call
+			// beforeBody checked it: no second system call here, nor in
+			// the transport when it found the window resident.
+			r.resp.Resident = r.p.resident
+			return n, true
 		}
 		if ok, err := coldread.Resident(h.Fd(), off, n, h.Size); err != nil || !ok {
 			return coldFirstWindow, true
 		}
+		r.resp.Resident = true
 		return n, true
 	}
 	if off == r.loaded {
@@ -624,6 +628,7 @@ func (r *h1Req) readyWindow(_ *wire.Part, off, n int64) (int64, bool) {
 	}
 	ok, err := coldread.Resident(h.Fd(), off, n, h.Size)
 	if err == nil && ok {
+		r.resp.Resident = true
 		return n, true
 	}
 	s := r.ls.s

@@ -45,6 +45,9 @@ type plan struct {
 	// with wouldBlock set for the engine to call it again where blocking
 	// is allowed.
 	noBlock, wouldBlock bool
+	// resident: the cold path found the body's first window in the page
+	// cache just now (beforeBody), so its first send need not ask again.
+	resident bool
 
 	// The request, as resolve left it: its header fields, its name in
 	// the cache and what authorized it.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -120,7 +119,6 @@ type readAhead struct {
 	cache     *cache.Cache
 	root      *mediaRoot
 	admit     *admission
-	bufs      *sync.Pool
 	now       func() time.Time
 	dotfiles  bool // -serve-dotfiles
 	followOut bool // -follow-symlinks
@@ -153,7 +151,7 @@ type sidxIndex struct {
 
 func newReadAhead(s *Server) (*readAhead, error) {
 	ra := &readAhead{cfg: s.cfg.ReadAhead, stats: &s.stats.ReadAhead,
-		cold: s.cold, cache: s.cache, root: s.root, admit: s.admit, bufs: &s.bufPool, now: s.cfg.Now,
+		cold: s.cold, cache: s.cache, root: s.root, admit: s.admit, now: s.cfg.Now,
 		dotfiles: s.cfg.ServeDotfiles, followOut: s.cfg.FollowSymlinks}
 	var err error
 	if ra.dirs, err = lru.New[string, *dirIndex](raIndexMax); err != nil {
@@ -373,9 +371,7 @@ func (ra *readAhead) prefetch(t predict.Entry) {
 		ra.issued.Add(raKey{t.Name, t.Off}, false)
 		return
 	}
-	bp := ra.bufs.Get().(*[]byte)
-	defer ra.bufs.Put(bp)
-	if err := coldread.Load(h.Fd(), t.Off, n, *bp); err != nil {
+	if err := coldread.Load(h.Fd(), t.Off, n); err != nil {
 		ra.cold.loadFailed(t.Name, t.Off, err)
 		return
 	}

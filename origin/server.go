@@ -33,7 +33,7 @@ type Server struct {
 	tls   *conn.TLS        // nil without a TLS certificate
 	stats counters
 
-	bufPool sync.Pool // *[]byte copy buffers: the userspace body path, the cold readers, read-ahead
+	bufPool sync.Pool // *[]byte copy buffers of the userspace body path
 
 	fasthttpLog *fasthttpLogger // fasthttp's own lines (they echo request bytes), once per interval
 
@@ -164,7 +164,7 @@ func (s *Server) newColdPath(*cleanups) (err error) {
 		return nil
 	}
 	s.cold = &coldPath{pool: pool, st: &s.stats.Cold, now: s.cfg.Now, acquire: func(name string) (*cache.Handle, error) { return s.cache.Acquire(name) },
-		bufs: &s.bufPool, log: s.log, loggable: s.loggable, failLog: &s.resp.coldLog}
+		log: s.log, loggable: s.loggable, failLog: &s.resp.coldLog}
 	s.root.opens = make(chan struct{}, s.cfg.ColdReaders)
 	return nil
 }

@@ -22,8 +22,9 @@
 //     the kernel with cachestat(2) (Linux 6.5+; one syscall, exact for the
 //     whole range, about 0.2-0.35 µs here) whether every page of a range is
 //     cached, falling back to preadv2(RWF_NOWAIT) of the range's first and
-//     last byte on older kernels. Load makes a range resident by pread into a
-//     caller's discard buffer: it blocks, so it belongs on a pool reader.
+//     last byte on older kernels. Load makes a range resident by sendfile(2)
+//     to /dev/null, so the bytes are read into the page cache and never
+//     copied to userspace: it blocks, so it belongs on a pool reader.
 //
 // # What it never does
 //

@@ -72,14 +72,41 @@ func residentNoWait(fd int, off, n int64) (bool, error) {
 	return true, nil
 }
 
-// Load reads [off, off+n) of fd into buf, chunk by chunk, and discards the
-// bytes: afterwards the range is in the page cache (until the kernel
-// evicts it). It blocks on storage: call it from a pool reader. Reading
-// past the end of the file stops quietly.
-func Load(fd int, off, n int64, buf []byte) error {
-	if len(buf) == 0 {
-		return errors.New("coldread: Load needs a buffer")
+// Load makes [off, off+n) of fd resident: afterwards the range is in the
+// page cache (until the kernel evicts it). It blocks on storage: call it
+// from a pool reader. Reading past the end of the file stops quietly.
+//
+// The bytes never reach userspace: sendfile(2) to /dev/null reads them
+// into the page cache and discards them in the kernel, with no buffer and
+// no copy. A file the kernel cannot sendfile from (EINVAL) is read with
+// pread into a buffer of Load's own.
+func Load(fd int, off, n int64) error {
+	null, err := unix.Open("/dev/null", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("coldread: open /dev/null: %w", err)
 	}
+	defer unix.Close(null)
+	for n > 0 {
+		k, err := unix.Sendfile(null, fd, &off, int(min(n, 1<<30)))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EINVAL || err == unix.ENOSYS:
+			return loadByRead(fd, off, n)
+		case err != nil:
+			return fmt.Errorf("coldread: sendfile at %d: %w", off, err)
+		case k == 0:
+			return nil // end of file: nothing left to make resident
+		}
+		n -= int64(k) // sendfile moved off on
+	}
+	return nil
+}
+
+// loadByRead is Load by pread into a discard buffer, for a file the
+// kernel cannot sendfile from.
+func loadByRead(fd int, off, n int64) error {
+	buf := make([]byte, min(n, 64<<10))
 	for n > 0 {
 		k, err := unix.Pread(fd, buf[:min(int64(len(buf)), n)], off)
 		switch {
@@ -88,7 +115,7 @@ func Load(fd int, off, n int64, buf []byte) error {
 		case err != nil:
 			return fmt.Errorf("coldread: pread at %d: %w", off, err)
 		case k == 0:
-			return nil // end of file: nothing left to make resident
+			return nil
 		}
 		off += int64(k)
 		n -= int64(k)

@@ -5,6 +5,7 @@ package coldread
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -42,7 +43,7 @@ func TestResidentAfterLoad(t *testing.T) {
 	if ok {
 		t.Skip("file still resident after FADV_DONTNEED (this file system ignores it): nothing to observe")
 	}
-	if err := Load(fd, 4096, 64<<10, make([]byte, 16<<10)); err != nil {
+	if err := Load(fd, 4096, 64<<10); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	if ok, err := Resident(fd, 4096, 64<<10, size); err != nil || !ok {
@@ -60,7 +61,32 @@ func TestResidentAfterLoad(t *testing.T) {
 
 func TestLoadStopsAtEOF(t *testing.T) {
 	f := evicted(t, 1000)
-	if err := Load(int(f.Fd()), 0, 1<<20, make([]byte, 4096)); err != nil {
+	if err := Load(int(f.Fd()), 0, 1<<20); err != nil {
 		t.Errorf("Load past the end = %v, want nil", err)
+	}
+}
+
+// TestLoadNeedsNoBuffer: Load reads into the page cache only, never into
+// userspace, so making a megabyte resident allocates next to nothing (a
+// read into a buffer of its own would allocate the buffer).
+func TestLoadNeedsNoBuffer(t *testing.T) {
+	const size = 1 << 20
+	f := evicted(t, size)
+	fd := int(f.Fd())
+	if ok, _ := Resident(fd, 0, size, size); ok {
+		t.Skip("file still resident after FADV_DONTNEED (this file system ignores it): nothing to observe")
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := Load(fd, 0, size)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 4<<10 {
+		t.Errorf("Load of %d bytes allocated %d bytes, want at most 4 KiB (no userspace buffer)", size, got)
+	}
+	if ok, err := Resident(fd, 0, size, size); err != nil || !ok {
+		t.Errorf("Resident after Load = %v, %v; want true, nil", ok, err)
 	}
 }

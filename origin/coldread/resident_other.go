@@ -9,6 +9,6 @@ import "errors"
 func Resident(fd int, off, n, size int64) (bool, error) { return true, nil }
 
 // Load is not available off Linux.
-func Load(fd int, off, n int64, buf []byte) error {
+func Load(fd int, off, n int64) error {
 	return errors.New("coldread: Load is implemented on Linux only")
 }

@@ -279,13 +279,23 @@ func (c *Conn) pace() {
 func (c *Conn) sendFile(r *Response, p *Part, budget int64) (n, want int64, wait bool, err error) {
 	rem := p.Len - r.Cursor.Off
 	want = min(rem, c.l.e.cfg.Window, budget)
+	check := noCheck
 	if r.Ready != nil {
+		check = checkFirst
 		if r.Cursor.Off >= r.Cursor.ReadyUntil {
+			r.Resident = false
 			send, ok := r.Ready(p, p.Off+r.Cursor.Off, want)
 			if !ok {
 				return 0, 0, true, nil
 			}
 			r.Cursor.ReadyUntil = r.Cursor.Off + min(max(send, 1), want)
+			if r.Resident {
+				// Asked by the hook just now, in this wake-up: what
+				// is sent next is what it found (the rest of a
+				// window a full socket cut short is asked again).
+				check = knownResident
+			}
+			r.Resident = false
 		}
 		want = min(want, r.Cursor.ReadyUntil-r.Cursor.Off)
 	}
@@ -294,7 +304,7 @@ func (c *Conn) sendFile(r *Response, p *Part, budget int64) (n, want int64, wait
 		return c.copyFile(p, r.Cursor.Off, want)
 	}
 	off := p.Off + r.Cursor.Off
-	m, err := sendfile(c.fd, p.Fd, &off, int(want), r.Ready != nil)
+	m, err := sendfile(c.fd, p.Fd, &off, int(want), check)
 	switch {
 	case errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS), errors.Is(err, unix.EOPNOTSUPP):
 		r.Copied = true

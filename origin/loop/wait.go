@@ -123,22 +123,36 @@ func rawRead(fd int, p []byte) (int, error) {
 	return int(r), nil
 }
 
+// residency is what sendfile knows of a window's pages before it sends.
+type residency uint8
+
+const (
+	noCheck       residency = iota // no Ready hook: nothing known, nothing asked
+	checkFirst                     // the Ready hook passed it: ask the page cache once more
+	knownResident                  // the Ready hook found it resident just now
+)
+
 // sendfile is sendfile(2) from in at *off to the non-blocking socket
-// out. checked: the response's Ready hook passed the window. Such a
-// window is asked of the page cache once more here (cachestat, under a
-// microsecond) and, all of it resident, sent by a raw system call, which
-// then copies from memory only; otherwise (evicted since the hook, or
-// not checked) it is an ordinary system call, so that a read from
-// storage never holds the P (nor a stop of the world) while it waits.
-func sendfile(out, in int, off *int64, n int, checked bool) (int, error) {
-	if checked {
-		if ok, err := coldread.Resident(in, *off, int64(n), *off+int64(n)); err == nil && ok {
-			r, _, e := unix.RawSyscall6(unix.SYS_SENDFILE, uintptr(out), uintptr(in), uintptr(unsafe.Pointer(off)), uintptr(n), 0, 0)
-			if e != 0 {
-				return 0, e
-			}
-			return int(r), nil
+// out. A window the Ready hook passed (checkFirst) is asked of the page
+// cache once more here (cachestat, under a microsecond) and, all of it
+// resident, sent by a raw system call, which then copies from memory
+// only; one the hook itself found resident in this wake-up
+// (knownResident) is sent raw without asking twice. Otherwise (evicted
+// since the hook, or not checked) it is an ordinary system call, so
+// that a read from storage never holds the P (nor a stop of the world)
+// while it waits.
+func sendfile(out, in int, off *int64, n int, check residency) (int, error) {
+	resident := check == knownResident
+	if check == checkFirst {
+		ok, err := coldread.Resident(in, *off, int64(n), *off+int64(n))
+		resident = err == nil && ok
+	}
+	if resident {
+		r, _, e := unix.RawSyscall6(unix.SYS_SENDFILE, uintptr(out), uintptr(in), uintptr(unsafe.Pointer(off)), uintptr(n), 0, 0)
+		if e != 0 {
+			return 0, e
 		}
+		return int(r), nil
 	}
 	return unix.Sendfile(out, in, off, n)
 }

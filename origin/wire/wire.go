@@ -13,6 +13,12 @@ type Response struct {
 	// may be sent now without waiting for storage. ok false means "not
 	// yet": the layer resumes the connection once it may be asked again.
 	Ready func(p *Part, off, n int64) (send int64, ok bool)
+	// Resident, set by Ready, says Ready asked the page cache for the
+	// window it just allowed (or beforeBody did, for the first) and found
+	// every page of it there: the transport sends it without asking
+	// again. The transport clears it after each Ready; one that does not
+	// check residency ignores it.
+	Resident bool
 	// More, when set, is asked once every part is sent, for a response
 	// whose length is not known when it starts (a file still being
 	// written, sent chunked): more true, it has replaced Parts with the
