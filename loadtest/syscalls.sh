@@ -4,13 +4,18 @@
 # the same run (the proof that a GET costs read -> sendmsg(MSG_MORE)
 # -> sendfile). For each server and workload it starts the server, warms it
 # (every file fetched once, so caches hold them), attaches
-# `strace -f -c` to the server and its children, makes exactly -n requests
-# on one keep-alive connection with the verifying load client, detaches,
-# and prints calls per request. Then it prints the syscall sequence of a few
-# requests of one workload. See loadtest/README.md.
+# `strace -f` to the server and its children, makes exactly -n requests
+# on -sessions keep-alive connections with the verifying load client,
+# detaches, and prints calls per request. Then it prints the syscall
+# sequence of a few requests of one workload. See loadtest/README.md.
+#
+# Calls are counted from the full trace, not `strace -c`: strace 6.1's
+# summary leaves out system calls it has no name for (cachestat, 451),
+# and the trace names them syscall_0x1c3.
 #
 #   bash loadtest/syscalls.sh [-n REQUESTS] [-workloads W1,W2,W3,W4]
-#        [-servers segorigin,nginx] [-dir DIR] [-seq W3|none] [-o FILE]
+#        [-servers segorigin,nginx] [-sessions N] [-revalidate] [-settle S]
+#        [-dir DIR] [-seq W3|none] [-o FILE]
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -21,6 +26,9 @@ SERVERS=segorigin,nginx
 DIR=""
 SEQ=W3
 OUT=""
+SESSIONS=1
+REVALIDATE=0
+SETTLE=1
 ARGS=("$@")
 
 usage() {
@@ -28,6 +36,13 @@ usage() {
 usage: bash loadtest/syscalls.sh [options]
   -n REQUESTS       keep-alive requests traced per server and workload (1000)
   -workloads LIST   comma-separated W1..W4 (W1,W2,W3,W4)
+  -sessions N       keep-alive clients, one after another, each on its own
+                    connection making its share of the -n requests (1)
+  -revalidate       a client asks again for a file it fetched with
+                    If-None-Match and the ETag it saw (304s after its first
+                    pass; W1, W3, W4)
+  -settle SECONDS   wait after the warm-up before tracing, so the runtime's
+                    threads are idle when counting starts (1)
   -servers LIST     comma-separated segorigin,segorigin-uring,nginx,nethttp,fasthttpfs (segorigin,nginx)
   -dir DIR          workload files: used if present, generated there if not
                     (default: a temporary directory, removed at the end)
@@ -46,6 +61,13 @@ while (($#)); do
   -dir) DIR=$2 ;;
   -seq) SEQ=$2 ;;
   -o) OUT=$2 ;;
+  -sessions) SESSIONS=$2 ;;
+  -settle) SETTLE=$2 ;;
+  -revalidate)
+    REVALIDATE=1
+    shift
+    continue
+    ;;
   -h | -help | --help)
     usage
     exit 0
@@ -58,6 +80,8 @@ while (($#)); do
   shift 2 || lt_die "$1 needs a value"
 done
 [[ $N =~ ^[0-9]+$ && $N -gt 0 ]] || lt_die "-n: want a number > 0"
+[[ $SESSIONS =~ ^[0-9]+$ && $SESSIONS -gt 0 ]] || lt_die "-sessions: want a number > 0"
+[[ $SETTLE =~ ^[0-9]+$ && $SETTLE -le 30 ]] || lt_die "-settle: want whole seconds, at most 30"
 IFS=, read -r -a WL <<<"$(echo "$WORKLOADS" | tr '[:lower:]' '[:upper:]')"
 IFS=, read -r -a SV <<<"$SERVERS"
 for w in "${WL[@]}"; do [[ $w =~ ^W[1-4]$ ]] || lt_die "unknown workload $w (W1-W4)"; done
@@ -86,14 +110,28 @@ gen=("${WL[@]}")
 lt_generate "$WORK/bin" "$DIR" "${gen[@]}"
 
 # client ADDR W REQUESTS : exactly REQUESTS verified requests of W on one
-# keep-alive connection, walking the files in order.
+# keep-alive connection, walking the files in order; conditional after a
+# file's first fetch with -revalidate.
 client() {
   local addr=$1 w=$2 n=$3 a
   read -r -a a <<<"$(lt_wrk_args "$DIR" "$w")"
   local shape=(-count "${a[0]}" -size "${a[1]}")
   [ "$w" = W2 ] && shape=(-size "${a[0]}")
+  local reval=()
+  ((REVALIDATE)) && reval=(-revalidate)
   "$WORK/bin/client" -url "http://$addr" -workload "$w" "${shape[@]}" -sessions 1 \
-    -requests "$n" -duration 300s -seed 1 -q
+    "${reval[@]}" -requests "$n" -duration 300s -seed 1 -q
+}
+
+# clients ADDR W REQUESTS : REQUESTS requests of W by -sessions clients,
+# one after another, each on a connection of its own; the output of each.
+clients() {
+  local addr=$1 w=$2 n=$3 i share
+  for ((i = 0; i < SESSIONS; i++)); do
+    share=$((n / SESSIONS + (i < n % SESSIONS ? 1 : 0)))
+    ((share > 0)) || continue
+    client "$addr" "$w" "$share" || return
+  done
 }
 
 # files W : how many requests one pass over W's files takes (the warm-up).
@@ -150,6 +188,24 @@ detach() {
   STRACE_PID=""
 }
 
+# count_calls SERVER W TRACE : "SERVER W SYSCALL CALLS FAILED" lines from
+# a full `strace -f` trace: a call is its first line ("PID name(" whether
+# finished or "<unfinished ...>"); it failed when its result (on the same
+# line or on "<... name resumed>") is -1. syscall_0x1c3 is cachestat.
+count_calls() {
+  awk -v s="$1" -v w="$2" '
+    match($0, /^[0-9]+ +[a-z_0-9]+\(/) {
+      c = substr($0, RSTART, RLENGTH - 1); sub(/^[0-9]+ +/, "", c)
+      if (c == "syscall_0x1c3") c = "cachestat"
+      calls[c]++
+      if ($0 ~ /<unfinished \.\.\.>$/) { pending[$1] = c; next }
+      if ($0 ~ /= -1 /) failed[c]++
+      next
+    }
+    match($0, /^[0-9]+ +<\.\.\. /) { if ($0 ~ /= -1 / && ($1 in pending)) failed[pending[$1]]++; delete pending[$1] }
+    END { for (c in calls) printf "%s\t%s\t%s\t%d\t%d\n", s, w, c, calls[c], failed[c] + 0 }' "$3"
+}
+
 # One nginx worker: each worker has its own open_file_cache, and the traced
 # connection must land on the worker the warm-up filled. A single
 # connection is served by one worker either way.
@@ -162,18 +218,17 @@ for srv in "${SV[@]}"; do
     lt_start "$srv" "$WORK/bin" "$DIR" "$WORK/run-$srv-$w"
     pid=$LT_PID addr=$LT_ADDR
     client "$addr" "$w" "$(files "$w")" >/dev/null || lt_die "$srv $w: warm-up failed"
+    sleep "$SETTLE"
     mapfile -t pids < <(traced "$pid")
-    attach "$WORK/strace-$srv-$w.txt" -c -- "${pids[@]}"
-    res=$(client "$addr" "$w" "$N") || {
+    attach "$WORK/strace-$srv-$w.txt" -qq -- "${pids[@]}"
+    res=$(clients "$addr" "$w" "$N") || {
       echo "$res" >&2
       lt_die "$srv $w: the client saw errors"
     }
     detach
     lt_stop "$pid"
-    # strace -c: "% time, seconds, usecs/call, calls, [errors], syscall".
-    awk -v s="$srv" -v w="$w" '$NF ~ /^[a-z_0-9]+$/ && $4 ~ /^[0-9]+$/ && $NF != "total" && $NF != "syscall" {
-      printf "%s\t%s\t%s\t%d\t%d\n", s, w, $NF, $4, (NF == 6 ? $5 : 0) }' "$WORK/strace-$srv-$w.txt" >>"$RAW"
-    echo "  $srv $w: $(grep -o 'requests=[0-9]* errors=[0-9]*' <<<"$res")" >&2
+    count_calls "$srv" "$w" "$WORK/strace-$srv-$w.txt" >>"$RAW"
+    echo "  $srv $w: $(grep -o 'requests=[0-9]* errors=[0-9]*' <<<"$res" | tr '\n' ' ')" >&2
   done
 done
 
@@ -181,14 +236,16 @@ report() {
   echo "segorigin syscalls, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, Linux $(uname -r), $(strace -V | head -1)"
   echo "command: bash loadtest/syscalls.sh $*"
   echo "servers: $(lt_segorigin_label); $("$(lt_nginx_bin)" -v 2>&1 | sed 's/.*version: //')"
-  echo "$N keep-alive GETs per server and workload on one connection (loadtest/client -sessions 1 -requests $N,"
-  echo "every body verified), after a warm-up pass over every file; strace -f -c attached to the server and its"
-  echo "children for exactly those requests (the accept and the final close included). nginx runs one worker"
-  echo "here (each worker has its own open_file_cache; one connection is served by one worker anyway)."
+  echo "$N keep-alive GETs per server and workload by $SESSIONS client(s) one after another, each on its own"
+  echo "connection (loadtest/client -sessions 1, -requests $N in all$( ((REVALIDATE)) && echo ' -revalidate: 304s after a file'\''s first fetch'),"
+  echo "every body verified), after a warm-up pass over every file and ${SETTLE} s to settle; strace -f attached to the"
+  echo "server and its children for exactly those requests (the accepts and the final closes included), calls"
+  echo "counted from the full trace (runtime's included). nginx runs one worker here (each worker has its own"
+  echo "open_file_cache; one connection is served by one worker anyway)."
   echo "Calls per request:"
   awk -F'\t' -v n="$N" -v servers="$SERVERS" -v workloads="$(IFS=,; echo "${WL[*]}")" '
     BEGIN {
-      ncol = split("read write writev sendmsg sendfile pread64 openat setsockopt epoll futex", col, " ")
+      ncol = split("read write writev sendmsg sendfile cachestat pread64 openat epoll futex", col, " ")
       desc["W1"] = "full GET of 2 MiB segments"; desc["W2"] = "Range GET of 256 KiB spans (206)"
       desc["W3"] = "full GET of 64 KiB parts"; desc["W4"] = "1 KiB playlists"
     }

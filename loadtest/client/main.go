@@ -95,6 +95,7 @@ func parseFlags(args []string, stderr io.Writer) (load.Config, error) {
 	fs.StringVar(&cfg.IdlePath, "idle-path", "/w4/p00.m3u8", "what each idle connection requests once before going idle")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "bound on one request, body included")
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed for the sessions' starting points (0: random)")
+	fs.BoolVar(&cfg.Revalidate, "revalidate", false, "ask again for a whole file a session fetched before with If-None-Match and the ETag it saw; the answer must be 304 with that ETag and no body (W6)")
 	fs.BoolVar(&quiet, "q", false, "no progress lines")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: client [-url URL] [-workload W1..W5 | -hls PATH] [-sessions N] [-rate R] [-bitrate B] [-pause D] [-duration D] [-requests N] [-verify synth|root|length]\n\n")

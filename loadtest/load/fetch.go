@@ -64,6 +64,11 @@ func (r *runner) fetch(ctx context.Context, p *player, s step) (int64, time.Dura
 	if s.n >= 0 {
 		req.Header.Set("Range", s.rangeHeader())
 	}
+	etag, conditional := p.etags[s.url]
+	conditional = conditional && s.n < 0 && !s.keep
+	if conditional {
+		req.Header.Set("If-None-Match", etag)
+	}
 	p.trace.reset()
 	t0 := time.Now()
 	resp, err := p.client.Do(req)
@@ -72,8 +77,31 @@ func (r *runner) fetch(ctx context.Context, p *player, s step) (int64, time.Dura
 	}
 	ttfb := p.trace.since(t0)
 	defer resp.Body.Close()
+	if conditional {
+		return 0, ttfb, rerr(checkNotModified(resp, etag))
+	}
 	got, err := r.readBody(ctx, p, s, resp)
+	if err == nil && p.etags != nil && s.n < 0 {
+		if e := resp.Header.Get("ETag"); e != "" {
+			p.etags[s.url] = e
+		}
+	}
 	return got, ttfb, err
+}
+
+// checkNotModified checks the answer to a conditional GET with etag: 304,
+// the same ETag, no body.
+func checkNotModified(resp *http.Response, etag string) error {
+	if resp.StatusCode != http.StatusNotModified {
+		return fmt.Errorf("If-None-Match %s: status %d, want 304", etag, resp.StatusCode)
+	}
+	if got := resp.Header.Get("ETag"); got != etag {
+		return fmt.Errorf("304: ETag %q, want %q", got, etag)
+	}
+	if n, err := io.Copy(io.Discard, resp.Body); n != 0 || err != nil {
+		return fmt.Errorf("304 with %d body bytes (%v), want none", n, err)
+	}
+	return nil
 }
 
 // readBody reads and verifies the body of the response to s, at the
@@ -134,8 +162,11 @@ func (r *runner) readBody(ctx context.Context, p *player, s step, resp *http.Res
 	return got, nil
 }
 
-// fail wraps err as the RequestError of s.
+// fail wraps err as the RequestError of s; nil stays nil.
 func (s step) fail(err error) error {
+	if err == nil {
+		return nil
+	}
 	e := &RequestError{URL: s.url, Err: err}
 	if s.n >= 0 {
 		e.Range = s.rangeHeader()

@@ -63,6 +63,12 @@ type Config struct {
 	// Seed makes the sessions' random starting points repeatable; 0 picks
 	// a random seed.
 	Seed uint64
+	// Revalidate makes each session ask for a whole file it has fetched
+	// before with If-None-Match and the ETag it saw (a player or cache
+	// revalidating, W6): the answer must be 304 with that ETag and no
+	// body. Ranged requests and bodies the walk reads (HLS playlists) are
+	// always asked in full.
+	Revalidate bool
 }
 
 func (c *Config) validate() error {
@@ -235,6 +241,9 @@ type player struct {
 	buf    []byte     // the body copy buffer
 	trace  *sentTrace // when the request was written
 	pace   *pacer     // nil: unpaced
+	// etags are the ETags this session saw, by URL (Config.Revalidate;
+	// nil otherwise).
+	etags map[string]string
 }
 
 // session is one player: its own connection, its own walk, its own
@@ -263,6 +272,9 @@ func (r *runner) session(ctx context.Context, id int, h *sessionHists) {
 	}
 	if r.cfg.Bitrate > 0 {
 		p.pace = newPacer(r.cfg.Bitrate)
+	}
+	if r.cfg.Revalidate {
+		p.etags = make(map[string]string)
 	}
 	reqCtx := p.trace.context(ctx)
 	var interval time.Duration

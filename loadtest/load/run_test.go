@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,3 +177,46 @@ func TestConfigInvalid(t *testing.T) {
 }
 
 var _ verify.Content = anyContent{}
+
+// TestRunRevalidate: with Revalidate, a session asks again for a file it
+// has fetched with If-None-Match and the ETag it saw, and wants 304; a
+// server that answers 200 instead is an error.
+func TestRunRevalidate(t *testing.T) {
+	dir := smallSet(t)
+	fs := http.FileServer(http.Dir(dir))
+	var notModified atomic.Int64
+	tagged := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		if r.Header.Get("If-None-Match") == `"v1"` {
+			notModified.Add(1)
+		}
+		fs.ServeHTTP(w, r) // answers 304 itself when If-None-Match matches
+	}))
+	defer tagged.Close()
+	ignoring := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("ETag", `"v1"`)
+		r.Header.Del("If-None-Match")
+		fs.ServeHTTP(w, r)
+	}))
+	defer ignoring.Close()
+	w1, _ := WorkloadPlan("W1", 3, 64<<10)
+	run := func(url string) Result {
+		t.Helper()
+		res, err := Run(context.Background(), Config{
+			URL: url, Plan: w1, Sessions: 1, Duration: 2 * time.Second, Requests: 9, Revalidate: true,
+		})
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return res
+	}
+	if res := run(tagged.URL); res.Errors != 0 || res.Requests != 9 || notModified.Load() != 6 {
+		t.Errorf("Revalidate: %d requests, %d errors (%v), %d conditional; want 9, 0, 6 (3 files, then 304s)",
+			res.Requests, res.Errors, res.ErrorSamples, notModified.Load())
+	}
+	res := run(ignoring.URL)
+	if res.Errors != 6 || len(res.ErrorSamples) == 0 || !strings.Contains(res.ErrorSamples[0].Error(), "status 200, want 304") {
+		t.Errorf("Revalidate against a server ignoring If-None-Match: %d errors (%v), want 6 with %q",
+			res.Errors, res.ErrorSamples, "status 200, want 304")
+	}
+}
