@@ -289,10 +289,7 @@ func (c *Conn) sendFile(r *Response, p *Part, budget int64) (n, want int64, wait
 				return 0, 0, true, nil
 			}
 			r.Cursor.ReadyUntil = r.Cursor.Off + min(max(send, 1), want)
-			if r.Resident {
-				// Asked by the hook just now, in this wake-up: what
-				// is sent next is what it found (the rest of a
-				// window a full socket cut short is asked again).
+			if claimedResident(r, c.l.now) {
 				check = knownResident
 			}
 			r.Resident = false
@@ -316,6 +313,15 @@ func (c *Conn) sendFile(r *Response, p *Part, budget int64) (n, want int64, wait
 		return 0, want, false, ErrTruncated
 	}
 	return int64(max(m, 0)), want, false, err
+}
+
+// claimedResident says whether the Ready hook's claim that the window it
+// just allowed is resident (Response.Resident) stands: only in the
+// wake-up the response began in (now), so that what is sent is what was
+// found. Later (the rest of a window a full socket cut short, a window
+// after a wait) the page cache is asked again.
+func claimedResident(r *Response, now int64) bool {
+	return r.Resident && r.Cursor.Began == now
 }
 
 // copyFile sends a window of a file the kernel will not sendfile from:

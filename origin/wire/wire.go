@@ -13,11 +13,13 @@ type Response struct {
 	// may be sent now without waiting for storage. ok false means "not
 	// yet": the layer resumes the connection once it may be asked again.
 	Ready func(p *Part, off, n int64) (send int64, ok bool)
-	// Resident, set by Ready, says Ready asked the page cache for the
-	// window it just allowed (or beforeBody did, for the first) and found
-	// every page of it there: the transport sends it without asking
-	// again. The transport clears it after each Ready; one that does not
-	// check residency ignores it.
+	// Resident, set by Ready, says the window it just allowed was found
+	// in the page cache, every page of it, by a check made for this
+	// response (the first window's before the response was sent). The
+	// event loop then sends it without asking again, but only in the
+	// wake-up the response began in: a claim never outlives a wait. It
+	// clears Resident after each Ready; a transport that does not check
+	// residency ignores it.
 	Resident bool
 	// More, when set, is asked once every part is sent, for a response
 	// whose length is not known when it starts (a file still being
