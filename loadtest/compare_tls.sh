@@ -4,15 +4,18 @@
 # (TLS 1.3 TLS_AES_128_GCM_SHA256, which both choose for wrk's OpenSSL),
 # the same files and the same wrk client, in the same session. For each
 # round (order alternating) it starts both servers on loopback ports, runs
-# W1 and W2 (ARCHITECTURE.md, "Workloads") for a fixed time, reads each server's own CPU time
-# (utime+stime of the server and its children, from /proc), and prints the
-# medians and segorigin's ratio to nginx. The issue's target: segorigin's
+# W1-W4 (ARCHITECTURE.md, "Workloads") for a fixed time, reads each
+# server's own CPU time (utime+stime of the server and its children, from
+# /proc), and prints the medians, CPU per GiB and per request, and
+# segorigin's ratio to nginx. Unpinned by default (servers and wrk share
+# every CPU, as an operator's load test does); -pin puts the server on
+# CPU 0 (nginx one worker, segorigin GOMAXPROCS 1) and wrk on CPU 1. The issue's target: segorigin's
 # CPU per GiB within 10% of nginx's on the userspace path (a kernel without
 # kTLS); with kTLS, nginx needs "ssl_conf_command Options KTLS" to compare
 # like with like.
 #
-#   bash loadtest/compare_tls.sh [-d SECONDS] [-rounds N] [-workloads W1,W2]
-#        [-dir DIR] [-t THREADS] [-c CONNS] [-o FILE]
+#   bash loadtest/compare_tls.sh [-d SECONDS] [-rounds N] [-workloads W1,W2,W3,W4]
+#        [-dir DIR] [-t THREADS] [-c CONNS] [-pin] [-o FILE]
 #
 # Quick smoke:  bash loadtest/compare_tls.sh -d 2 -rounds 1
 # Environment: SEGORIGIN_FLAGS adds flags to segorigin (e.g. "-ktls off");
@@ -22,7 +25,8 @@ set -euo pipefail
 
 DUR=10
 ROUNDS=3
-WORKLOADS=W1,W2
+WORKLOADS=W1,W2,W3,W4
+PIN=0
 DIR=""
 THREADS=2
 CONNS=16
@@ -42,6 +46,11 @@ while (($#)); do
   -t) THREADS=$2 ;;
   -c) CONNS=$2 ;;
   -o) OUT=$2 ;;
+  -pin)
+    PIN=1
+    shift
+    continue
+    ;;
   -h | -help | --help)
     usage
     exit 0
@@ -56,9 +65,14 @@ done
 [[ $DUR =~ ^[0-9]+$ && $DUR -gt 0 ]] || lt_die "-d: want whole seconds > 0"
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -gt 0 ]] || lt_die "-rounds: want a number > 0"
 IFS=, read -r -a WL <<<"$(echo "$WORKLOADS" | tr a-z A-Z)"
-for w in "${WL[@]}"; do [[ $w =~ ^W[12]$ ]] || lt_die "unknown workload $w (W1 or W2)"; done
+for w in "${WL[@]}"; do [[ $w =~ ^W[1-4]$ ]] || lt_die "unknown workload $w (W1 to W4)"; done
 
 lt_need_tools go wrk nginx openssl
+LT_CLIENT_PIN=()
+if ((PIN)); then
+  lt_need_tools taskset
+  lt_pin
+fi
 case $("$(lt_nginx_bin)" -V 2>&1) in
 *--with-http_ssl_module*) ;;
 *) lt_die "this nginx has no SSL module" ;;
@@ -88,7 +102,7 @@ start_segorigin() {
   local run=$1 extra=() i
   mkdir -p "$run"
   [ -n "${SEGORIGIN_FLAGS:-}" ] && read -r -a extra <<<"$SEGORIGIN_FLAGS"
-  "$WORK/bin/segorigin" -root "$DIR" -listen 127.0.0.1:0 -tls-listen 127.0.0.1:0 \
+  ${LT_SERVER_PIN:-} env ${LT_SERVER_PIN:+GOMAXPROCS=1} "$WORK/bin/segorigin" -root "$DIR" -listen 127.0.0.1:0 -tls-listen 127.0.0.1:0 \
     -tls-cert "$CERT" -tls-key "$KEY" -log-level info "${extra[@]}" 2>"$run/segorigin.log" &
   LT_PID=$!
   LT_PIDS+=("$LT_PID")
@@ -117,7 +131,7 @@ start_nginx() {
     ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305;
     ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256;" lt_nginx_conf "$run" "$DIR" "$port"
     : >"$run/error.log"
-    "$(lt_nginx_bin)" -p "$run" -c "$run/nginx.conf" -e "$run/error.log" &
+    ${LT_SERVER_PIN:-} "$(lt_nginx_bin)" -p "$run" -c "$run/nginx.conf" -e "$run/error.log" &
     LT_PID=$!
     LT_PIDS+=("$LT_PID")
     if lt_wait_port "$port" && kill -0 "$LT_PID" 2>/dev/null; then
@@ -151,15 +165,16 @@ for ((round = 1; round <= ROUNDS; round++)); do
     for w in "${WL[@]}"; do
       script=$LT_REPO/loadtest/wrk/$(echo "$w" | tr W w).lua
       # shellcheck disable=SC2046
-      WRK_NOCHECK=1 timeout 60 wrk -t"$THREADS" -c"$CONNS" -d1s -s "$script" "https://$addr" -- $(lt_wrk_args "$DIR" "$w") >/dev/null 2>&1 || true
+      WRK_NOCHECK=1 timeout 60 "${LT_CLIENT_PIN[@]}" wrk -t"$THREADS" -c"$CONNS" -d1s -s "$script" "https://$addr" -- $(lt_wrk_args "$DIR" "$w") >/dev/null 2>&1 || true
       c0=$(lt_cpu_ticks "$pid")
       # shellcheck disable=SC2046
-      res=$(WRK_NOCHECK=1 timeout $((DUR + 30)) wrk -t"$THREADS" -c"$CONNS" -d"${DUR}s" --latency -s "$script" \
+      res=$(WRK_NOCHECK=1 timeout $((DUR + 30)) "${LT_CLIENT_PIN[@]}" wrk -t"$THREADS" -c"$CONNS" -d"${DUR}s" --latency -s "$script" \
         "https://$addr" -- $(lt_wrk_args "$DIR" "$w") 2>&1 | grep '^RESULT' | tail -1 || echo "RESULT unexpected=1")
       c1=$(lt_cpu_ticks "$pid")
       cpu_ms=$(((c1 - c0) * 1000 / TICK))
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$w" "$srv" "$(lt_kv "$res" rps)" \
-        "$(lt_kv "$res" mibps)" "$(lt_kv "$res" p99_us)" "$cpu_ms" "$(lt_kv "$res" bytes)" "$(lt_kv "$res" unexpected)" >>"$RAW"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$w" "$srv" "$(lt_kv "$res" rps)" \
+        "$(lt_kv "$res" mibps)" "$(lt_kv "$res" p99_us)" "$cpu_ms" "$(lt_kv "$res" bytes)" "$(lt_kv "$res" unexpected)" \
+        "$(lt_kv "$res" requests)" >>"$RAW"
       printf '  %-10s %s %9s req/s %9s MiB/s  p99 %7s µs  cpu %6s ms\n' "$srv" "$w" \
         "$(lt_kv "$res" rps)" "$(lt_kv "$res" mibps)" "$(lt_kv "$res" p99_us)" "$cpu_ms" >&2
     done
@@ -172,6 +187,11 @@ report() {
   echo "nginx $("$(lt_nginx_bin)" -v 2>&1 | sed 's/.*version: //'); same ECDSA P-256 certificate; TLS 1.3 AES-128-GCM"
   echo "client: $(wrk -v 2>&1 | head -1 | awk '{print $1, $2}') -t$THREADS -c$CONNS, ${DUR} s per run, $ROUNDS round(s); command: bash loadtest/compare_tls.sh $*"
   echo "cpu = utime+stime of the server and its children during the timed run; medians over rounds."
+  if ((PIN)); then
+    echo "pinned: server on CPU 0 (nginx 1 worker; segorigin GOMAXPROCS 1), wrk on CPU 1 (taskset)"
+  else
+    echo "unpinned: servers and wrk share all CPUs (nginx worker_processes auto)"
+  fi
   awk -F'\t' '
     function median(key,    n, i, j, t, a) {
       n = cnt[key]
@@ -184,19 +204,20 @@ report() {
     {
       add($2, $3, "rps", $4); add($2, $3, "mibps", $5); add($2, $3, "p99", $6 / 1000)
       add($2, $3, "msgib", $8 > 0 ? $7 / ($8 / 1073741824) : 0)
+      add($2, $3, "usreq", $10 > 0 ? $7 * 1000 / $10 : 0)
       seen[$2] = 1; unexp[$2, $3] += $9
     }
     END {
-      for (x = 1; x <= 2; x++) {
+      for (x = 1; x <= 4; x++) {
         w = "W" x
         if (!(w in seen)) continue
-        printf "\n%s\n%-10s %9s %9s %8s %10s %12s %10s\n", w, "server", "req/s", "MiB/s", "p99 ms", "cpu ms/GiB", "cpu/nginx", "unexpected"
+        printf "\n%s\n%-10s %9s %9s %8s %10s %10s %10s %10s\n", w, "server", "req/s", "MiB/s", "p99 ms", "cpu ms/GiB", "cpu µs/req", "cpu/nginx", "unexpected"
         n = median(w SUBSEP "nginx" SUBSEP "msgib")
         split("segorigin nginx", sv, " ")
         for (i = 1; i <= 2; i++) {
           s = sv[i]; g = median(w SUBSEP s SUBSEP "msgib")
-          printf "%-10s %9.0f %9.1f %8.2f %10.1f %12s %10d\n", s, median(w SUBSEP s SUBSEP "rps"), median(w SUBSEP s SUBSEP "mibps"),
-            median(w SUBSEP s SUBSEP "p99"), g, (n > 0 ? sprintf("%.2f", g / n) : "-"), unexp[w, s]
+          printf "%-10s %9.0f %9.1f %8.2f %10.1f %10.1f %10s %10d\n", s, median(w SUBSEP s SUBSEP "rps"), median(w SUBSEP s SUBSEP "mibps"),
+            median(w SUBSEP s SUBSEP "p99"), g, median(w SUBSEP s SUBSEP "usreq"), (n > 0 ? sprintf("%.2f", g / n) : "-"), unexp[w, s]
         }
       }
     }' "$RAW"

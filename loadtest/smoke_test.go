@@ -244,17 +244,25 @@ func TestSmoke(t *testing.T) {
 		if !strings.Contains(w4, "W4: 1 KiB playlists") || !ok {
 			t.Fatalf("compare.sh wrote no W4 and W6 tables:\n%s", table)
 		}
-		for _, section := range []string{w4, w6} {
-			for _, srv := range []string{"segorigin", "nginx", "nethttp", "fasthttpfs"} {
-				row := regexp.MustCompile(`(?m)^` + srv + ` +([0-9]+) .* ([0-9]+)$`).FindStringSubmatch(section)
-				if row == nil {
-					t.Fatalf("compare.sh: no row for %s in:\n%s", srv, section)
-				}
-				if row[1] == "0" || row[2] != "0" {
-					t.Errorf("compare.sh: %s row %q: want req/s > 0 and 0 unexpected (W6: every answer 304)", srv, row[0])
-				}
-			}
+		checkRows(t, "compare.sh", []string{w4, w6}, "segorigin", "nginx", "nethttp", "fasthttpfs")
+	})
+
+	t.Run("compare_tls.sh", func(t *testing.T) {
+		outFile := filepath.Join(t.TempDir(), "compare-tls.txt")
+		out, err := run(t, 120*time.Second, []string{"SEGORIGIN_BIN=" + server}, "bash", "loadtest/compare_tls.sh",
+			"-d", "1", "-rounds", "1", "-workloads", "W3,W4", "-dir", data, "-o", outFile)
+		if err != nil {
+			t.Fatalf("compare_tls.sh: %v\n%s", err, out)
 		}
+		table, err := os.ReadFile(outFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w3, w4, ok := strings.Cut(string(table), "\nW4\n")
+		if !strings.Contains(w3, "\nW3\n") || !ok {
+			t.Fatalf("compare_tls.sh wrote no W3 and W4 tables:\n%s", table)
+		}
+		checkRows(t, "compare_tls.sh", []string{w3, w4}, "segorigin", "nginx")
 	})
 
 	t.Run("players.sh", func(t *testing.T) {
@@ -335,4 +343,22 @@ func TestSmoke(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkRows: each table section has a row for each server whose first
+// column (req/s) is above 0 and whose last (unexpected answers: on W6,
+// anything but a 304) is 0.
+func checkRows(t *testing.T, script string, sections []string, servers ...string) {
+	t.Helper()
+	for _, section := range sections {
+		for _, srv := range servers {
+			row := regexp.MustCompile(`(?m)^` + srv + ` +([0-9]+) .* ([0-9]+)$`).FindStringSubmatch(section)
+			if row == nil {
+				t.Fatalf("%s: no row for %s in:\n%s", script, srv, section)
+			}
+			if row[1] == "0" || row[2] != "0" {
+				t.Errorf("%s: %s row %q: want req/s > 0 and 0 unexpected", script, srv, row[0])
+			}
+		}
+	}
 }

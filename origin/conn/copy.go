@@ -6,18 +6,14 @@ import (
 	"net"
 )
 
-// TLSRecordSize is one full TLS record of plaintext: the copy path
-// writes that much per Write on TLS so each write is one record.
+// TLSRecordSize is one full TLS record of plaintext. A TLS connection
+// writes what it is given past that in one write of several records.
 const TLSRecordSize = 16 << 10
 
 // CopySpan is the userspace body path: it sends n bytes of f from off to
-// c, pread into buf then write. On anything but plain TCP (TLS) each
-// write is at most one record's worth. A file that ends first returns
-// ErrTruncated after what it had.
+// c, pread into buf then write (over TLS, buf's records leave in one
+// write). A file that ends first returns ErrTruncated after what it had.
 func CopySpan(c net.Conn, f io.ReaderAt, off, n int64, buf []byte) (int64, error) {
-	if _, isTCP := c.(*TCP); !isTCP {
-		buf = buf[:min(len(buf), TLSRecordSize)]
-	}
 	var sent int64
 	for sent < n {
 		chunk := buf[:min(int64(len(buf)), n-sent)]

@@ -42,6 +42,12 @@ type tlsConn struct {
 	closed bool
 	off    atomic.Pointer[offloaded] // set once, by a successful hand-over
 
+	// wmu is held by a userspace write of plaintext (Write): a Close from
+	// another goroutine that finds it held closes the socket under the
+	// write, with no close_notify, rather than wait for it or interleave
+	// an alert with records not yet sent.
+	wmu sync.Mutex
+
 	rx *kernelRX // the kernel opens this connection's records (serving goroutine only)
 }
 
@@ -75,6 +81,14 @@ type recordConn struct {
 	scanning atomic.Bool // the handshake is being watched (set at accept, cleared at hand-over)
 	mu       sync.Mutex  // protects scan (Close may write from another goroutine)
 	scan     ktls.HandshakeScanner
+
+	// gather: crypto/tls's records are appended to out, for one write of
+	// them all (tlsConn.writeGathered, which holds tlsConn.wmu meanwhile).
+	gather bool
+	out    []byte
+	// broken: a write of records failed part way, so the stream may end
+	// inside a record: nothing more (no close_notify) may follow.
+	broken atomic.Bool
 }
 
 // ErrWriteAfterOffload: crypto/tls wanted to write after the kernel took
@@ -102,7 +116,15 @@ func (r *recordConn) Write(p []byte) (int, error) {
 		r.scan.Write(p)
 		r.mu.Unlock()
 	}
-	return r.Conn.Write(p)
+	if r.gather {
+		r.out = append(r.out, p...)
+		return len(p), nil
+	}
+	n, err := r.Conn.Write(p)
+	if err != nil {
+		r.broken.Store(true)
+	}
+	return n, err
 }
 
 // Read hands crypto/tls what arrived, up to the end of the record in
@@ -198,7 +220,59 @@ func (c *tlsConn) Write(p []byte) (int, error) {
 		}
 		return o.tx.Write(p)
 	}
-	return c.Conn.Write(p)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if len(p) <= TLSRecordSize {
+		return c.Conn.Write(p)
+	}
+	return c.writeGathered(p)
+}
+
+// gatherSize is the plaintext sealed before one write of its records:
+// four full records (a copy path's pooled read), about 64 KiB of
+// ciphertext.
+const gatherSize = 4 * TLSRecordSize
+
+// gatherPool holds the buffers writeGathered seals records into: taken
+// for one write, so an idle connection holds none.
+var gatherPool = sync.Pool{New: func() any {
+	b := make([]byte, 0, gatherSize+4*recordOverhead)
+	return &b
+}}
+
+// recordOverhead is the most a record adds to its plaintext with the
+// suites served (AEAD): a 5-byte header, TLS 1.2's 8-byte explicit nonce
+// or TLS 1.3's content type byte, and a 16-byte tag.
+const recordOverhead = 5 + 8 + 16
+
+// writeGathered writes p over userspace TLS a gatherSize at a time:
+// crypto/tls seals each part's records into a pooled buffer (recordConn
+// gathers them) and they leave in one write, not one write per record.
+// crypto/tls writes each record with its own system call, so a 64 KiB
+// read of a file body would otherwise cost four writes and four small
+// TCP pushes. Called with wmu held.
+func (c *tlsConn) writeGathered(p []byte) (int, error) {
+	bp := gatherPool.Get().(*[]byte)
+	defer gatherPool.Put(bp)
+	var done int
+	for done < len(p) {
+		part := p[done:min(len(p), done+gatherSize)]
+		c.rec.out, c.rec.gather = (*bp)[:0], true
+		_, err := c.Conn.Write(part)
+		c.rec.gather = false
+		out := c.rec.out
+		c.rec.out = nil
+		*bp = out[:0]
+		if err != nil {
+			return done, err
+		}
+		if _, err := c.rec.Conn.Write(out); err != nil {
+			c.rec.broken.Store(true)
+			return done, err
+		}
+		done += len(part)
+	}
+	return done, nil
 }
 
 // Close sends close_notify and closes. After the hand-over crypto/tls
@@ -214,11 +288,26 @@ func (c *tlsConn) Close() error {
 	o := c.off.Load()
 	c.mu.Unlock()
 	if o == nil {
-		return c.Conn.Close()
+		return c.closeUserspace()
 	}
 	c.rec.SetWriteDeadline(time.Now().Add(closeNotifyTimeout))
 	o.tx.SendRecord(ktls.RecordAlert, closeNotify[:]) // best effort: the peer may be gone
 	return c.rec.Conn.Close()
+}
+
+// closeUserspace closes a connection crypto/tls seals: with close_notify
+// when its stream is whole and no write is in flight (after a failed
+// write, crypto/tls's alert would follow a record cut short, or block for
+// its 5 s on a peer that stopped reading), else the socket alone.
+func (c *tlsConn) closeUserspace() error {
+	if !c.wmu.TryLock() {
+		return c.rec.Conn.Close()
+	}
+	defer c.wmu.Unlock()
+	if c.rec.broken.Load() {
+		return c.rec.Conn.Close()
+	}
+	return c.Conn.Close()
 }
 
 // closeNotify is the close_notify alert: level warning (1), description
@@ -236,6 +325,8 @@ func (c *tlsConn) CloseWrite() error {
 	if o := c.off.Load(); o != nil {
 		c.rec.SetWriteDeadline(time.Now().Add(closeNotifyTimeout))
 		err = o.tx.SendRecord(ktls.RecordAlert, closeNotify[:])
+	} else if c.rec.broken.Load() {
+		err = errors.New("origin: TLS CloseWrite: an earlier write failed; no close_notify")
 	} else {
 		err = c.Conn.CloseWrite()
 	}

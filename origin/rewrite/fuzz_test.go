@@ -203,7 +203,7 @@ func foreignHost(uri string) (string, bool) {
 	u := strings.Trim(uri, "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\v\f\r\x0e\x0f\x10\x11\x12\x13\x14\x15\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f ")
 	u = strings.NewReplacer("\t", "", "\n", "", "\r", "", "\\", "/").Replace(u)
 	scheme := ""
-	if i := strings.IndexByte(u, ':'); i > 0 && !strings.ContainsAny(u[:i], "/?#") {
+	if i := strings.IndexByte(u, ':'); i > 0 && isScheme(u[:i]) {
 		scheme = strings.ToLower(u[:i])
 		u = u[i+1:]
 		if scheme != "http" && scheme != "https" {
@@ -227,4 +227,21 @@ func foreignHost(uri string) (string, bool) {
 		}
 	}
 	return host, host != fuzzHost
+}
+
+// isScheme reports whether s is read as a URL's scheme: an ASCII letter,
+// then letters, digits, '+', '-' and '.' (RFC 3986 §3.1; the WHATWG
+// scheme state reads anything else before the ':', "init-$Rep:x" say, as
+// a relative URL with no scheme).
+func isScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i] | 0x20
+		switch {
+		case 'a' <= c && c <= 'z':
+		case i > 0 && ('0' <= s[i] && s[i] <= '9' || s[i] == '+' || s[i] == '-' || s[i] == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }

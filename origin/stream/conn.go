@@ -21,8 +21,9 @@ import (
 const lingerTimeout = 5 * time.Second
 
 // copyChunk is one pread and write of a span that cannot go by sendfile:
-// on userspace TLS, one full record.
-const copyChunk = 16 << 10
+// on userspace TLS, four full records, which the TLS connection seals
+// and sends in one write.
+const copyChunk = 64 << 10
 
 // Conn is one connection. Its methods run on its goroutine unless they
 // say otherwise.
@@ -302,7 +303,7 @@ func (c *Conn) close() {
 	c.closed = true
 	c.nc.Close()
 	c.s.putBuf(c.in)
-	c.in, c.out.wbuf, c.out.copyBuf = nil, nil, nil
+	c.in, c.out.wbuf = nil, nil
 }
 
 // Underlying is the connection c reads and writes (over TLS, the TLS

@@ -3,6 +3,7 @@ package stream
 import (
 	"errors"
 	"net"
+	"sync"
 	"syscall"
 	"time"
 
@@ -20,8 +21,8 @@ type sender struct {
 	cfg  *Config
 	wait func() bool // false: the connection closed
 
-	wbuf, copyBuf []byte
-	iov           [][]byte
+	wbuf []byte
+	iov  [][]byte
 }
 
 // send writes r's parts in order, and those More gives after them.
@@ -175,21 +176,25 @@ func (o *sender) pace(r *wire.Response) int64 {
 	}
 }
 
+// copyPool holds the copy path's buffers, taken for one span, so an idle
+// connection holds none.
+var copyPool = sync.Pool{New: func() any { b := make([]byte, copyChunk); return &b }}
+
 // copySpan sends n bytes of fd from off by pread and write.
 func (o *sender) copySpan(fd int, off, n int64) (int64, error) {
-	if o.copyBuf == nil {
-		o.copyBuf = make([]byte, copyChunk)
-	}
+	bp := copyPool.Get().(*[]byte)
+	defer copyPool.Put(bp)
+	buf := *bp
 	var sent int64
 	for sent < n {
-		k, err := syscall.Pread(fd, o.copyBuf[:min(n-sent, copyChunk)], off+sent)
+		k, err := syscall.Pread(fd, buf[:min(n-sent, copyChunk)], off+sent)
 		if err != nil {
 			return sent, err
 		}
 		if k == 0 {
 			return sent, wire.ErrTruncated
 		}
-		m, err := o.nc.Write(o.copyBuf[:k])
+		m, err := o.nc.Write(buf[:k])
 		sent += int64(m)
 		if err != nil {
 			return sent, err
