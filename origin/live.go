@@ -3,6 +3,7 @@ package origin
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -454,6 +455,30 @@ func (lw *liveWaits) expire(name string) {
 	}
 	lw.mu.Unlock()
 	lw.wake(&liveList{waiters: due}, true)
+}
+
+// leave takes w, listed under name, off liveWaits: its client has gone.
+// false: it is listed no more (woken, its resume posted).
+func (lw *liveWaits) leave(name string, w liveWaiter) bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	l := lw.lists[name]
+	if l == nil {
+		return false
+	}
+	i := slices.IndexFunc(l.waiters, func(e liveEntry) bool { return e.w == w })
+	if i < 0 {
+		return false
+	}
+	if k := l.waiters[i].kind; k < numLiveKinds {
+		lw.st.Held[k].Add(-1)
+		lw.st.ClientLeft[k].Add(1)
+	}
+	l.waiters = slices.Delete(l.waiters, i, i+1)
+	if len(l.waiters) == 0 {
+		lw.unlistLocked(name, l)
+	}
+	return true
 }
 
 // drain answers every waiter now (503, Connection: close) and every

@@ -66,6 +66,9 @@ type LiveCounters[C any] struct {
 	Answered [numLiveKinds]C // parked, then answered with what they waited for
 	TimedOut [numLiveKinds]C // parked, then answered 503 after three target durations
 	Drained  [numLiveKinds]C // parked, then answered 503 by a drain
+	// ClientLeft: parked, then let go when the client closed its
+	// connection (the event loops see its FIN at once).
+	ClientLeft [numLiveKinds]C
 }
 
 type liveCounters = LiveCounters[atomic.Int64]
@@ -76,11 +79,12 @@ func LiveKindName(i int) string { return liveKind(i).String() }
 
 func liveMetrics(t *table, st *LiveCounters[int64]) {
 	t.each(t.gauge("live_held", "Requests held now: blocking playlist reloads (reload) and requests for a part a playlist hints at before it is written (hint).", "kind"), st.Held[:], LiveKindName)
-	m := t.counter("live_held_total", "Held requests by how they ended: answered (what they waited for came), timed_out (503 after three target durations), drained (503 at shutdown).", "kind", "outcome")
+	m := t.counter("live_held_total", "Held requests by how they ended: answered (what they waited for came), timed_out (503 after three target durations), drained (503 at shutdown), client_left (the client closed its connection first).", "kind", "outcome")
 	for k := range numLiveKinds {
 		t.add(m, st.Answered[k], k.String(), "answered")
 		t.add(m, st.TimedOut[k], k.String(), "timed_out")
 		t.add(m, st.Drained[k], k.String(), "drained")
+		t.add(m, st.ClientLeft[k], k.String(), "client_left")
 	}
 }
 
