@@ -281,6 +281,21 @@ func (lv *liveSteps) liveCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
 	ctx.Response.Header.SetCanonical(hdrCacheControl, cc)
 }
 
+// notFoundCacheControl gives a 404 for a name in a live directory
+// -cache-control-notfound-live in place of -cache-control-notfound: the
+// packager writes the part a moment later, and a CDN that kept it
+// missing would answer 404 for it meanwhile.
+func (lv *liveSteps) notFoundCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
+	if ctx.Response.StatusCode() != fasthttp.StatusNotFound || !lv.live.isLiveDir(p.name.view()) {
+		return
+	}
+	if cc := lv.pol.of(ctx).notFoundLiveCC; cc != nil {
+		ctx.Response.Header.SetCanonical(hdrCacheControl, cc)
+	} else {
+		ctx.Response.Header.Del("Cache-Control")
+	}
+}
+
 // hold parks a request that waits (stepWait), or answers it 503 with err
 // and no-store when its time is up; held false: nothing would wake it, and
 // it is answered with what there is.

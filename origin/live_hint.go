@@ -142,6 +142,18 @@ func (lw *liveWaits) noteDirLocked(name string, v *liveVersion) {
 	}
 }
 
+// isLiveDir reports whether name's directory is live: a live playlist of
+// it has been read, or it is under a live prefix.
+func (lw *liveWaits) isLiveDir(name string) bool {
+	dir := path.Dir(name)
+	if lw.prefixes.limit(dir) > 0 {
+		return true
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return len(lw.dirs[dir]) > 0
+}
+
 // playlistsIn is a copy of the live playlists of dir.
 func (lw *liveWaits) playlistsIn(dir string) []string {
 	lw.mu.Lock()
@@ -196,10 +208,13 @@ func (v *liveVersion) hints(name string) []string {
 
 // notePlaylist reads the version of a playlist fetched without
 // directives when its bytes are in memory (no I/O), so that its directory
-// is known live before a hinted part is asked for; not where nothing
-// would wake a held part.
+// is known live before a hinted part is asked for, and a missing name in
+// it is looked for again (stepOpen) and answered with
+// -cache-control-notfound-live. Without the watcher too: nothing holds a
+// request then (liveWaits.outcome), but a missing name is as likely to
+// appear a moment later.
 func (lv *liveSteps) notePlaylist(ctx *fasthttp.RequestCtx, p *plan) {
-	if p.h.Bytes != nil && lv.live.watching && liveWaitable {
+	if p.h.Bytes != nil {
 		lv.liveVersion(ctx, p)
 	}
 }
