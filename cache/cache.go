@@ -553,6 +553,20 @@ func (c *Cache) Invalidate(name string) {
 	c.stats.invalidations.Add(n)
 }
 
+// ForgetMissing unlists name's negative entry, if it has one: the caller
+// knows the name may exist by now (a live directory, where a part missing
+// a moment ago is written the next), so the next Acquire opens it again.
+// It reports whether there was one. Unlike Invalidate it leaves an open
+// entry and an open in progress alone, and counts no invalidation.
+func (c *Cache) ForgetMissing(name string) bool {
+	if c.maxFiles == 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.negative.Remove(name)
+}
+
 // InvalidatePrefix unlists every entry at or under dir: dir itself and every
 // name starting with dir + "/". Leading and trailing slashes are ignored;
 // "" means everything. It walks all entries, so it costs O(entries).

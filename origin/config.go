@@ -65,11 +65,16 @@ type Config struct {
 	// 400, 405, 408, 412, 431) and CacheControlServerError (5xx) are the
 	// Cache-Control values of error responses, so that a CDN's own
 	// default negative caching does not decide. Empty omits the header.
-	CacheControlNotFound    string
-	CacheControlDenied      string
-	CacheControlRange       string
-	CacheControlClientError string
-	CacheControlServerError string
+	CacheControlNotFound string
+	// CacheControlNotFoundLive is the Cache-Control of a 404 for a name
+	// in a live directory (one a live playlist of it is in, or under a
+	// live prefix): the part a CDN caches missing exists a second later.
+	// Empty omits the header.
+	CacheControlNotFoundLive string
+	CacheControlDenied       string
+	CacheControlRange        string
+	CacheControlClientError  string
+	CacheControlServerError  string
 
 	// Headers are operator response headers by kind of response (see
 	// HeaderRule); names the server sets itself are refused.
@@ -329,6 +334,9 @@ func DefaultConfig() Config {
 		// stay missing at the edge for long; 10 s spares the origin a
 		// flood of identical misses.
 		CacheControlNotFound: "max-age=10",
+		// In a live directory the next part is written within a part's
+		// duration of a player first asking for it.
+		CacheControlNotFoundLive: "no-store",
 		// A 401/403 depends on the request's token, which a CDN's cache
 		// key may not include (cookie, Authorization); a 416 depends on
 		// the Range header; other 4xx on the request's bytes; 5xx are

@@ -92,6 +92,7 @@ func (ls *loopServer) Timeout(c *loop.Conn, reading bool) { ls.timeout(c, readin
 // Closed gives the connection's place back to the gate.
 func (ls *loopServer) Closed(c *loop.Conn) {
 	ls.dropPending(c)
+	ls.dropParked(c)
 	if lc, ok := c.IO().(*conn.LoopConn); ok {
 		lc.Release()
 	} else if _, admitted := c.State().(*h1ConnState); admitted {

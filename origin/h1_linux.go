@@ -119,6 +119,10 @@ type h1ConnState struct {
 	pending    *h1Req
 	pendingHdr int
 	chunks     httpmsg.ChunkedProgress
+
+	// parked is the request parked for a live wait (live_park_linux.go),
+	// for dropParked when the connection closes first.
+	parked *h1Parked
 }
 
 // h1Req is one request in progress: the parsed request and its answer,

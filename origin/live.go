@@ -3,6 +3,7 @@ package origin
 import (
 	"bytes"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -280,6 +281,21 @@ func (lv *liveSteps) liveCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
 	ctx.Response.Header.SetCanonical(hdrCacheControl, cc)
 }
 
+// notFoundCacheControl gives a 404 for a name in a live directory
+// -cache-control-notfound-live in place of -cache-control-notfound: the
+// packager writes the part a moment later, and a CDN that kept it
+// missing would answer 404 for it meanwhile.
+func (lv *liveSteps) notFoundCacheControl(ctx *fasthttp.RequestCtx, p *plan) {
+	if ctx.Response.StatusCode() != fasthttp.StatusNotFound || !lv.live.isLiveDir(p.name.view()) {
+		return
+	}
+	if cc := lv.pol.of(ctx).notFoundLiveCC; cc != nil {
+		ctx.Response.Header.SetCanonical(hdrCacheControl, cc)
+	} else {
+		ctx.Response.Header.Del("Cache-Control")
+	}
+}
+
 // hold parks a request that waits (stepWait), or answers it 503 with err
 // and no-store when its time is up; held false: nothing would wake it, and
 // it is answered with what there is.
@@ -454,6 +470,30 @@ func (lw *liveWaits) expire(name string) {
 	}
 	lw.mu.Unlock()
 	lw.wake(&liveList{waiters: due}, true)
+}
+
+// leave takes w, listed under name, off liveWaits: its client has gone.
+// false: it is listed no more (woken, its resume posted).
+func (lw *liveWaits) leave(name string, w liveWaiter) bool {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	l := lw.lists[name]
+	if l == nil {
+		return false
+	}
+	i := slices.IndexFunc(l.waiters, func(e liveEntry) bool { return e.w == w })
+	if i < 0 {
+		return false
+	}
+	if k := l.waiters[i].kind; k < numLiveKinds {
+		lw.st.Held[k].Add(-1)
+		lw.st.ClientLeft[k].Add(1)
+	}
+	l.waiters = slices.Delete(l.waiters, i, i+1)
+	if len(l.waiters) == 0 {
+		lw.unlistLocked(name, l)
+	}
+	return true
 }
 
 // drain answers every waiter now (503, Connection: close) and every

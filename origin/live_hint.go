@@ -66,6 +66,9 @@ type LiveCounters[C any] struct {
 	Answered [numLiveKinds]C // parked, then answered with what they waited for
 	TimedOut [numLiveKinds]C // parked, then answered 503 after three target durations
 	Drained  [numLiveKinds]C // parked, then answered 503 by a drain
+	// ClientLeft: parked, then let go when the client closed its
+	// connection (the event loops see its FIN at once).
+	ClientLeft [numLiveKinds]C
 }
 
 type liveCounters = LiveCounters[atomic.Int64]
@@ -76,11 +79,12 @@ func LiveKindName(i int) string { return liveKind(i).String() }
 
 func liveMetrics(t *table, st *LiveCounters[int64]) {
 	t.each(t.gauge("live_held", "Requests held now: blocking playlist reloads (reload) and requests for a part a playlist hints at before it is written (hint).", "kind"), st.Held[:], LiveKindName)
-	m := t.counter("live_held_total", "Held requests by how they ended: answered (what they waited for came), timed_out (503 after three target durations), drained (503 at shutdown).", "kind", "outcome")
+	m := t.counter("live_held_total", "Held requests by how they ended: answered (what they waited for came), timed_out (503 after three target durations), drained (503 at shutdown), client_left (the client closed its connection first).", "kind", "outcome")
 	for k := range numLiveKinds {
 		t.add(m, st.Answered[k], k.String(), "answered")
 		t.add(m, st.TimedOut[k], k.String(), "timed_out")
 		t.add(m, st.Drained[k], k.String(), "drained")
+		t.add(m, st.ClientLeft[k], k.String(), "client_left")
 	}
 }
 
@@ -138,6 +142,18 @@ func (lw *liveWaits) noteDirLocked(name string, v *liveVersion) {
 	}
 }
 
+// isLiveDir reports whether name's directory is live: a live playlist of
+// it has been read, or it is under a live prefix.
+func (lw *liveWaits) isLiveDir(name string) bool {
+	dir := path.Dir(name)
+	if lw.prefixes.limit(dir) > 0 {
+		return true
+	}
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return len(lw.dirs[dir]) > 0
+}
+
 // playlistsIn is a copy of the live playlists of dir.
 func (lw *liveWaits) playlistsIn(dir string) []string {
 	lw.mu.Lock()
@@ -192,10 +208,13 @@ func (v *liveVersion) hints(name string) []string {
 
 // notePlaylist reads the version of a playlist fetched without
 // directives when its bytes are in memory (no I/O), so that its directory
-// is known live before a hinted part is asked for; not where nothing
-// would wake a held part.
+// is known live before a hinted part is asked for, and a missing name in
+// it is looked for again (stepOpen) and answered with
+// -cache-control-notfound-live. Without the watcher too: nothing holds a
+// request then (liveWaits.outcome), but a missing name is as likely to
+// appear a moment later.
 func (lv *liveSteps) notePlaylist(ctx *fasthttp.RequestCtx, p *plan) {
-	if p.h.Bytes != nil && lv.live.watching && liveWaitable {
+	if p.h.Bytes != nil {
 		lv.liveVersion(ctx, p)
 	}
 }

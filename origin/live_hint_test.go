@@ -158,3 +158,75 @@ func TestLiveHintTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestLiveMissingRechecked: a name missing in a live directory is not
+// remembered missing once it exists: a part the playlist does not hint
+// at yet is 404, and a request after the packager has written it gets
+// its bytes; so does a file written in place (and closed) after its 404.
+// Without -watch the cache remembers a missing name for -negative-ttl
+// (1 s): a live directory's is looked for again all the same.
+func TestLiveMissingRechecked(t *testing.T) {
+	for _, watch := range []bool{true, false} {
+		t.Run(fmt.Sprintf("watch=%v", watch), func(t *testing.T) {
+			everyMode(t, func(t *testing.T, mode serverMode) {
+				liveMissingRechecked(t, mode, watch)
+			})
+		})
+	}
+}
+
+func liveMissingRechecked(t *testing.T, mode serverMode, watch bool) {
+	root := t.TempDir()
+	ts := mode.start(t, root, func(c *origin.Config) {
+		withSettle(c)
+		c.Watch = watch
+	})
+	p := startPackager(t, root, llpack.Config{TargetDuration: 1, Parts: 4}, 5)
+	mustStatus(t, ts.get("/live/live.m3u8"), 200, "playlist")
+	msn, _ := p.Next()
+	name := llpack.PartName(msn+1, 0)
+	mustStatus(t, ts.get("/live/"+name), 404, "a part not written yet, not hinted")
+	for m, _ := p.Next(); m <= msn+1; m, _ = p.Next() {
+		if err := p.Publish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(filepath.Join(filepath.Dir(p.Path()), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := ts.get("/live/" + name)
+	mustStatus(t, r, 200, "the part once written")
+	mustBody(t, r, want, "the part once written")
+
+	extra := filepath.Join(filepath.Dir(p.Path()), "extra.bin")
+	mustStatus(t, ts.get("/live/extra.bin"), 404, "a file not there yet")
+	if err := os.WriteFile(extra, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 5*time.Second, "the file written in place served", func() bool {
+		return ts.get("/live/extra.bin").StatusCode == 200
+	})
+	mustBody(t, ts.get("/live/extra.bin"), []byte("0123456789"), "the file written in place")
+}
+
+// TestLiveNotFoundCacheControl: a 404 for a name in a live directory
+// carries -cache-control-notfound-live (no-store: the part exists a
+// moment later), a 404 anywhere else -cache-control-notfound as before.
+func TestLiveNotFoundCacheControl(t *testing.T) {
+	root := t.TempDir()
+	ts := startServer(t, root, withSettle)
+	p := startPackager(t, root, llpack.Config{TargetDuration: 1, Parts: 4}, 5)
+	mustStatus(t, ts.get("/live/live.m3u8"), 200, "playlist")
+	msn, _ := p.Next()
+	for _, c := range []struct{ target, cc string }{
+		{"/live/" + llpack.PartName(msn+1, 0), "no-store"},
+		{"/live/missing.m4s", "no-store"},
+		{"/vod/" + llpack.PartName(msn+1, 0), "max-age=10"},
+		{"/missing.m4s", "max-age=10"},
+	} {
+		r := ts.get(c.target)
+		mustStatus(t, r, 404, c.target)
+		mustHeader(t, r, "Cache-Control", c.cc, c.target)
+	}
+}

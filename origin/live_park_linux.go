@@ -54,10 +54,39 @@ func (ls *h1Server) park(r *h1Req) {
 	ls.reserveLiveP()
 	pk := ls.dehydrate(r)
 	c := pk.c
-	c.Park()
+	if st, ok := c.State().(*h1ConnState); ok {
+		st.parked = pk
+	}
+	if g, ok := c.(goneParker); ok {
+		g.ParkUntilGone()
+	} else {
+		c.Park()
+	}
 	ls.putReq(r)
 	if !ls.s.live.add(pk.name, pk, pk.live.gen, pk.live.deadline, pk.live.kind()) {
 		c.Post(pk.resume)
+	}
+}
+
+// goneParker is a connection that can park until its client leaves
+// (loop.Conn): closed at the client's FIN, so that a client gone from a
+// wait of seconds is let go at once (dropParked), not when its wait ends.
+// The stream transport parks as before and finds it at the wake-up.
+type goneParker interface{ ParkUntilGone() }
+
+// dropParked lets go of the request parked on c, which has closed: taken
+// off liveWaits (counted client_left) and finished as a request whose
+// connection closed. One already woken is left to its posted resume.
+// It runs on c's thread, as park and resume do.
+func (ls *h1Server) dropParked(c h1Conn) {
+	st, ok := c.State().(*h1ConnState)
+	if !ok || st.parked == nil {
+		return
+	}
+	pk := st.parked
+	st.parked = nil
+	if ls.s.live.leave(pk.name, pk) {
+		pk.resume()
 	}
 }
 
@@ -117,6 +146,9 @@ func (pk *h1Parked) wakeLive(expired bool) {
 // resume runs on pk's connection: the request takes a pooled h1Req again
 // and runs from stepOpen (resumeLive).
 func (pk *h1Parked) resume() {
+	if st, ok := pk.c.State().(*h1ConnState); ok && st.parked == pk {
+		st.parked = nil
+	}
 	r := pk.ls.getReq(pk.c)
 	if err := pk.restore(r); err != nil {
 		// The bytes parsed when the request arrived: this is a bug, and

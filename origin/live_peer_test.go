@@ -3,11 +3,18 @@
 package origin_test
 
 import (
+	"fmt"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"segorigin/fixtures/llpack"
 	"segorigin/internal/testwait"
 	"segorigin/origin"
+	"segorigin/origin/admin"
 )
 
 // leaveParkedStream starts a stream of target, waits until it is parked
@@ -42,4 +49,50 @@ func TestGrowClientLeavesQuietFile(t *testing.T) {
 		})
 		mustStatus(t, ts.get("/live/live.m3u8"), 200, "playlist after")
 	})
+}
+
+// TestParkedClientsLeave: blocking reloads parked on the event loops
+// whose clients close their connections are let go at once: the waiters
+// are unlisted, counted client_left, and their connections closed (the
+// server's descriptors freed), long before their three target durations
+// (30 s here) would time them out; a reload parked after them is still
+// answered.
+func TestParkedClientsLeave(t *testing.T) {
+	const n = 50
+	root := t.TempDir()
+	ts := startServer(t, root, func(c *origin.Config) { c.Engine = origin.EngineLoop })
+	p := startPackager(t, root, llpack.Config{TargetDuration: 10, Parts: 4}, 5)
+	addr := ts.tcpAddr(t)
+	req := []byte(fmt.Sprintf(parkedRequest, blockingTarget(p)))
+	fds := make([]int, 0, n)
+	for range n {
+		fd := rawDial(t, addr)
+		fds = append(fds, fd)
+		if _, err := unix.Write(fd, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testwait.For(t, 10*time.Second, fmt.Sprintf("%d requests parked", n), func() bool { return origin.LiveWaiters(ts.srv) == n })
+	for _, fd := range fds {
+		unix.Close(fd)
+	}
+	testwait.For(t, 10*time.Second, "the parked clients let go", func() bool {
+		st := ts.srv.Stats()
+		return origin.LiveWaiters(ts.srv) == 0 && st.Live.ClientLeft[0] == n && st.Live.Held[0] == 0 && st.ConnsOpen == 0
+	})
+	if st := ts.srv.Stats().Live; st.TimedOut[0] != 0 || st.Answered[0] != 0 {
+		t.Errorf("live counters %+v: want only client_left", st)
+	}
+	rec := httptest.NewRecorder()
+	admin.Handler(ts.srv, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if line := fmt.Sprintf(`segorigin_live_held_total{kind="reload",outcome="client_left"} %d`, n); !strings.Contains(rec.Body.String(), line+"\n") {
+		t.Errorf("/metrics lacks %q", line)
+	}
+	c := ts.dial()
+	c.write("GET", blockingTarget(p))
+	testwait.For(t, 10*time.Second, "a new reload parked", func() bool { return origin.LiveWaiters(ts.srv) == 1 })
+	if err := p.Publish(); err != nil {
+		t.Fatal(err)
+	}
+	mustStatus(t, c.read("GET"), 200, "the reload parked after them")
 }

@@ -24,6 +24,7 @@ type policy struct {
 	auth            *authorizer    // the Signed URLs section; nil: off
 	rate, rateAfter int64          // -limit-rate, -limit-rate-after
 	blockingCC      []byte         // -cache-control-blocking-reload; nil omits it
+	notFoundLiveCC  []byte         // -cache-control-notfound-live; nil omits it
 
 	src Config // what it was made from: the next reload says what it changes
 }
@@ -49,6 +50,9 @@ func newPolicy(cfg Config, st *counters) (*policy, error) {
 	p.gz = newGzipPolicy(cfg, p.resp.types, &st.Gzip)
 	if cfg.CacheControlBlockingReload != "" {
 		p.blockingCC = []byte(cfg.CacheControlBlockingReload)
+	}
+	if cfg.CacheControlNotFoundLive != "" {
+		p.notFoundLiveCC = []byte(cfg.CacheControlNotFoundLive)
 	}
 	if cfg.Auth.enabled() {
 		var err error

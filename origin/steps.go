@@ -141,6 +141,16 @@ func (f *files) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 	} else {
 		h, outcome, err = f.cache.AcquireOutcome(p.name.view())
 	}
+	if outcome == cache.NegativeHit && f.lv.live.isLiveDir(p.name.view()) {
+		// A name missing in a live directory is looked for again: the
+		// packager writes it a moment after a client first asks.
+		return f.recheckMissing(ctx, p)
+	}
+	return f.opened(ctx, p, h, outcome, err)
+}
+
+// opened is stepOpen's answer once the cache has given h, or err.
+func (f *files) opened(ctx *fasthttp.RequestCtx, p *plan, h *cache.Handle, outcome cache.Outcome, err error) stepResult {
 	if f.logOutcome {
 		ctx.SetUserValue(userCacheOutcome, outcome)
 	}
@@ -152,10 +162,25 @@ func (f *files) stepOpen(ctx *fasthttp.RequestCtx, p *plan) stepResult {
 			f.stats.Cold.Refused.Add(1) // the open waited past -cold-deadline
 		}
 		f.resp.fail(ctx, err)
+		f.lv.notFoundCacheControl(ctx, p)
 		return stepAnswered
 	}
 	p.h, p.opened = h, outcome == cache.Miss
 	return stepNext
+}
+
+// recheckMissing runs stepOpen again for a name in a live directory that
+// the cache remembers missing, with the cache's word forgotten: where
+// blocking is allowed, at once (the open finds the file or remembers it
+// missing again, which this request then trusts); else the request is
+// suspended and the open done where it may block.
+func (f *files) recheckMissing(ctx *fasthttp.RequestCtx, p *plan) stepResult {
+	f.cache.ForgetMissing(p.name.view())
+	if p.noBlock {
+		return stepSuspend
+	}
+	h, outcome, err := f.cache.AcquireOutcome(p.name.view())
+	return f.opened(ctx, p, h, outcome, err)
 }
 
 // stepValidators finds the file's validators, its change time and its

@@ -73,13 +73,25 @@ func (c *Conn) Send(r *Response) {
 
 // Park says the Handler will Send c's response later, from Post: the
 // connection waits (no read, no timeout of its own) until then.
-func (c *Conn) Park() {
+func (c *Conn) Park() { c.park(0) }
+
+// ParkUntilGone parks c as Park does, and closes it as soon as the client
+// closes its side (its FIN: EPOLLRDHUP, asked of either poller), so a
+// request that may wait for seconds (a blocking playlist reload) holds no
+// descriptor for a client that has left. The Handler learns of it from
+// Closed. As nginx treats a client's FIN while a request waits on its
+// upstream (ngx_http_test_reading), a half-close counts as gone: an
+// HTTP/1.1 client that still wants its answer keeps its side open.
+func (c *Conn) ParkUntilGone() { c.park(unix.EPOLLRDHUP) }
+
+// park is Park, watching c for ev meanwhile (0: errors and hang-ups only).
+func (c *Conn) park(ev uint32) {
 	c.parked = true
 	c.l.handedOff = true
 	if c.list != nil {
 		c.list.remove(c)
 	}
-	c.setEvents(0)
+	c.setEvents(ev)
 }
 
 // Post runs fn on c's loop thread (also when c has closed by then: fn

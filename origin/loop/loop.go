@@ -354,6 +354,9 @@ func (l *loop) event(c *Conn, ev uint32) {
 	case ev&(unix.EPOLLERR|unix.EPOLLHUP) != 0:
 		// Reset or gone both ways: nothing can be sent or read.
 		l.fail(c, errPeerGone)
+	case c.parked && ev&unix.EPOLLRDHUP != 0:
+		// The client left while its request was parked (ParkUntilGone).
+		l.close(c)
 	case ev&unix.EPOLLOUT != 0 && c.wordWait:
 		l.closeAfterResponse(c) // room for its ConnIO's last words now
 	case ev&unix.EPOLLOUT != 0 && c.resp != nil:

@@ -21,14 +21,16 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"segorigin/internal/testwait"
 	"segorigin/origin/loop"
 )
 
 // lineHandler is a tiny protocol over the loop: each request is a line
 // "mem N" (answered with N bytes 'm'), "file OFF LEN" (LEN bytes of the
 // test file from OFF, by sendfile, after a 4-byte prefix "ok\r\n"),
-// "park" (answered "parked\n" from another goroutine), or "close"
-// (answered "bye\n", then the connection closes).
+// "park" (answered "parked\n" from another goroutine), "hold" (parked
+// until the client leaves, never answered), or "close" (answered "bye\n",
+// then the connection closes).
 type lineHandler struct {
 	file    *os.File
 	closed  atomic.Int64
@@ -80,6 +82,9 @@ func (h *lineHandler) Data(c *loop.Conn, in []byte, full bool) int {
 				c.Continue()
 			})
 		}()
+		return i + 1
+	case "hold":
+		c.ParkUntilGone()
 		return i + 1
 	case "close":
 		r.resp.Parts = []loop.Part{{Mem: []byte("bye\n")}}
@@ -237,6 +242,36 @@ func TestReadTimeout(t *testing.T) {
 			t.Errorf("read until close = %q, %v; want %q, nil", got, err, tc.want)
 		}
 	}
+}
+
+// TestParkUntilGone: a connection parked until its client leaves is
+// closed at the client's FIN (its read sees EOF, Closed runs) while one
+// parked beside it stays open until its client closes too.
+func TestParkUntilGone(t *testing.T) {
+	h := &lineHandler{}
+	addr, _ := startLoop(t, h, nil)
+	var conns [2]*net.TCPConn
+	for i := range conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		conns[i] = c.(*net.TCPConn)
+		if _, err := c.Write([]byte("hold\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := conns[0].CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	conns[0].SetDeadline(time.Now().Add(5 * time.Second))
+	if got, err := io.ReadAll(conns[0]); err != nil || len(got) != 0 {
+		t.Fatalf("read after FIN = %q, %v; want the server's close at once", got, err)
+	}
+	testwait.For(t, 5*time.Second, "Closed for the client that left", func() bool { return h.closed.Load() == 1 })
+	conns[1].Close()
+	testwait.For(t, 5*time.Second, "Closed for the second", func() bool { return h.closed.Load() == 2 })
 }
 
 // TestDrain: Shutdown closes idle connections at once and lets a response

@@ -12,18 +12,19 @@ import (
 // poller is how a loop learns which of its descriptors are ready: the
 // seam where a backend other than epoll (io_uring, uring.go) plugs in
 // without a copy of the loop. Readiness is reported as unix.EpollEvent
-// whatever the backend: a descriptor and EPOLLIN, EPOLLOUT, EPOLLERR or
-// EPOLLHUP bits, level-triggered (a descriptor still ready is reported
-// again by the next wait). Only the loop's thread calls it, but for add
+// whatever the backend: a descriptor and EPOLLIN, EPOLLOUT, EPOLLRDHUP,
+// EPOLLERR or EPOLLHUP bits, level-triggered (a descriptor still ready
+// is reported again by the next wait). Only the loop's thread calls it, but for add
 // before the loop starts, and close.
 type poller interface {
 	// start runs first on the loop's goroutine, before any wait; end
 	// runs last there.
 	start() error
 	end()
-	// add starts watching fd for ev (EPOLLIN, EPOLLOUT, or 0 for errors
-	// and hang-ups only; EPOLLEXCLUSIVE for a listener several loops
-	// share); mod changes what fd is watched for; del stops watching it.
+	// add starts watching fd for ev (EPOLLIN, EPOLLOUT, EPOLLRDHUP for
+	// the peer's FIN alone, or 0 for errors and hang-ups only;
+	// EPOLLEXCLUSIVE for a listener several loops share); mod changes
+	// what fd is watched for; del stops watching it.
 	// A closed descriptor is no longer watched.
 	add(fd int, ev uint32) error
 	mod(fd int, ev uint32) error

@@ -41,7 +41,7 @@ type uring struct {
 
 // watch is what one descriptor is watched for.
 type watch struct {
-	ev      uint32 // EPOLLIN, EPOLLOUT, EPOLLEXCLUSIVE, or 0 (errors and hang-ups only)
+	ev      uint32 // EPOLLIN, EPOLLOUT, EPOLLRDHUP (a poll mask's POLLRDHUP), EPOLLEXCLUSIVE, or 0 (errors and hang-ups only)
 	gen     uint32 // the generation of its current request
 	armedEv uint32 // ev of the request in flight
 	watched bool
