@@ -380,22 +380,28 @@ func DefaultConfig() Config {
 		ClientIPHeader:  ClientIPHeaderXFF,
 		ServerName:      "segorigin",
 		TLS:             TLSConfig{KTLS: KTLSAuto, ReloadEvery: 5 * time.Second},
-		Auth: AuthConfig{
-			PathPrefix:    "t",
-			QueryParam:    "token",
-			Cookie:        "segorigin_token",
-			Bearer:        true,
-			MissingStatus: 401,
-			Skew:          token.DefaultSkew,
-			CacheLifetime: CacheLifetimeToken,
-			// nginx's secure_link and secure_link_md5 as its
-			// documentation writes them.
-			SecureLinkExpression:    token.DefaultSecureLinkExpression,
-			SecureLinkArgs:          "md5,expires",
-			SecureLinkExpiredStatus: 403,
-			QueryRewrite:            true,
-			QueryRewriteMaxBytes:    defaultQueryRewriteMax,
-		},
+		Auth:            defaultAuthConfig(),
+	}
+}
+
+// defaultAuthConfig is DefaultConfig's Auth: where a token is looked
+// for, how a refusal answers, nginx's secure_link spelling.
+func defaultAuthConfig() AuthConfig {
+	return AuthConfig{
+		PathPrefix:    "t",
+		QueryParam:    "token",
+		Cookie:        "segorigin_token",
+		Bearer:        true,
+		MissingStatus: 401,
+		Skew:          token.DefaultSkew,
+		CacheLifetime: CacheLifetimeToken,
+		// nginx's secure_link and secure_link_md5 as its
+		// documentation writes them.
+		SecureLinkExpression:    token.DefaultSecureLinkExpression,
+		SecureLinkArgs:          "md5,expires",
+		SecureLinkExpiredStatus: 403,
+		QueryRewrite:            true,
+		QueryRewriteMaxBytes:    defaultQueryRewriteMax,
 	}
 }
 

@@ -73,7 +73,7 @@ func (c *Conn) Send(r *Response) {
 
 // Park says the Handler will Send c's response later, from Post: the
 // connection waits (no read, no timeout of its own) until then.
-func (c *Conn) Park() { c.park(0) }
+func (c *Conn) Park() { park(c, 0) }
 
 // ParkUntilGone parks c as Park does, and closes it as soon as the client
 // closes its side (its FIN: EPOLLRDHUP, asked of either poller), so a
@@ -82,10 +82,11 @@ func (c *Conn) Park() { c.park(0) }
 // Closed. As nginx treats a client's FIN while a request waits on its
 // upstream (ngx_http_test_reading), a half-close counts as gone: an
 // HTTP/1.1 client that still wants its answer keeps its side open.
-func (c *Conn) ParkUntilGone() { c.park(unix.EPOLLRDHUP) }
+func (c *Conn) ParkUntilGone() { park(c, unix.EPOLLRDHUP) }
 
-// park is Park, watching c for ev meanwhile (0: errors and hang-ups only).
-func (c *Conn) park(ev uint32) {
+// park is Park, watching c for ev meanwhile (0: errors and hang-ups
+// only). A function, not a method: Conn's methods are its API.
+func park(c *Conn, ev uint32) {
 	c.parked = true
 	c.l.handedOff = true
 	if c.list != nil {
@@ -310,7 +311,7 @@ func (c *Conn) sendFile(r *Response, p *Part, budget int64) (n, want int64, wait
 	}
 	if r.Copied || r.NoSendfile {
 		r.Copied = true
-		return c.copyFile(p, r.Cursor.Off, want)
+		return copyFile(c, p, r.Cursor.Off, want)
 	}
 	off := p.Off + r.Cursor.Off
 	m, err := sendfile(c.fd, p.Fd, &off, int(want), check)
@@ -320,7 +321,7 @@ func (c *Conn) sendFile(r *Response, p *Part, budget int64) (n, want int64, wait
 		if h, ok := c.l.e.cfg.Handler.(interface{ SendfileRefused(*Conn) }); ok {
 			h.SendfileRefused(c)
 		}
-		return c.copyFile(p, r.Cursor.Off, want)
+		return copyFile(c, p, r.Cursor.Off, want)
 	case err == nil && m == 0:
 		return 0, want, false, ErrTruncated
 	}
@@ -338,7 +339,7 @@ func claimedResident(r *Response, now int64) bool {
 
 // copyFile sends a window of a file the kernel will not sendfile from:
 // pread into the loop's buffer, then send what it read.
-func (c *Conn) copyFile(p *Part, done, want int64) (n, _ int64, wait bool, err error) {
+func copyFile(c *Conn, p *Part, done, want int64) (n, _ int64, wait bool, err error) {
 	if c.l.copyBuf == nil {
 		c.l.copyBuf = make([]byte, 64<<10)
 	}

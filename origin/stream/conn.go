@@ -438,7 +438,7 @@ func (v tlsView) ConnectionState() tls.ConnectionState {
 
 // waitResume waits, running posted work, until a Post calls Continue or
 // c closes. false: closed.
-func (c *Conn) waitResume() bool {
+func waitResume(c *Conn) bool {
 	c.resumed = false
 	for !c.resumed && !c.closed {
 		c.box.run()

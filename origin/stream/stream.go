@@ -123,7 +123,7 @@ func (s *Server) track(nc net.Conn) *Conn {
 		return nil
 	}
 	c := &Conn{s: s, nc: nc, box: mailbox{wake: make(chan struct{}, 1)}}
-	c.out = sender{nc: nc, cfg: &s.cfg, wait: c.waitResume}
+	c.out = sender{nc: nc, cfg: &s.cfg, wait: func() bool { return waitResume(c) }}
 	s.conns[c] = struct{}{}
 	s.wg.Add(1)
 	return c
