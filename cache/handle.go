@@ -50,7 +50,6 @@ type Handle struct {
 	openFiles *atomic.Int64 // the owning cache's count of open descriptors
 
 	content atomic.Pointer[Content] // the caller's validator of these bytes, once known (SetContent)
-	final   atomic.Bool             // the caller found these bytes final (SetFinal)
 	encoded atomic.Pointer[Encoded] // the caller's coding of these bytes, once made (SetEncoded)
 	owner   *Cache                  // the cache that opened it: the budget Encoded bytes count against
 
@@ -87,16 +86,6 @@ func (h *Handle) Content() *Content { return h.content.Load() }
 // sees it). The caller computes c from this Handle's descriptor, so it
 // describes the same version as Size and ModTime; the first one set stays.
 func (h *Handle) SetContent(c *Content) { h.content.CompareAndSwap(nil, c) }
-
-// Final reports whether SetFinal was called on this Handle.
-func (h *Handle) Final() bool { return h.final.Load() }
-
-// SetFinal keeps the caller's word that this Handle's bytes are final (no
-// writer holds the file, and it is as the open found it), so that it is
-// asked once per version of the file: a later write ends the entry (the
-// watcher's invalidation or revalidation), and the next open is another
-// Handle.
-func (h *Handle) SetFinal() { h.final.Store(true) }
 
 // Retain adds a reference for a holder that outlives its lender (a job
 // that goes on after the request that queued it stopped waiting); false

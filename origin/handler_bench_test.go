@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -48,9 +47,6 @@ func BenchmarkHandle(b *testing.B) {
 		{"W4-access", "/w4/p00.m3u8", nil, func(c *Config) { c.Access = access }},
 		{"W4-gzip-off", "/w4/p00.m3u8", nil, func(c *Config) { c.Gzip = GzipOff }},
 		{"W4-gzip", "/w4/p00.m3u8", ae, nil}, // compressed: the encoding kept with the entry
-		// A part its writer closed a moment ago, within -settle: the
-		// kernel's word on writers (publisher.inProgress) is asked.
-		{"W3-settling", "/w3/part0000.m4s", nil, func(c *Config) { c.Settle = time.Hour }},
 	} {
 		cfg := DefaultConfig()
 		cfg.Root = root     // the default -watch: no revalidation stat, as in production

@@ -117,7 +117,7 @@ func (pb *publisher) inProgress(h *cache.Handle, changed int64, opened bool) boo
 		closed, known := closedAsOpened(h)
 		return known && !closed
 	}
-	if closed, known := closedOnce(h); known {
+	if closed, known := closedAsOpened(h); known {
 		return !closed
 	}
 	return true
@@ -138,22 +138,6 @@ func closedAsOpened(h *cache.Handle) (closed, known bool) {
 	return err == nil && fi.Size() == h.Size && fi.ModTime().Equal(h.ModTime), true
 }
 
-// closedOnce is closedAsOpened for a file the settle rule holds back, whose
-// closed answer is kept with h (SetFinal) and given without a system call
-// after that: asked once per cache entry, not once per request for a part
-// that every player asks for within -settle of its write. A write after
-// the answer ends the entry (the watcher, or revalidation); the next
-// request judges the next entry.
-func closedOnce(h *cache.Handle) (closed, known bool) {
-	if h.Final() {
-		return true, true
-	}
-	if closed, known = closedAsOpened(h); closed {
-		h.SetFinal()
-	}
-	return closed, known
-}
-
 // writing reports whether h, which last changed at changed, may still be
 // being written (inProgress). held: the request waited for it to be
 // written (a hinted part), so the kernel is asked about writers even
@@ -165,7 +149,7 @@ func (pb *publisher) writing(h *cache.Handle, changed int64, opened, held bool) 
 	if !held {
 		return false
 	}
-	closed, known := closedOnce(h)
+	closed, known := closedAsOpened(h)
 	return known && !closed
 }
 
