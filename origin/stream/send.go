@@ -23,6 +23,10 @@ type sender struct {
 
 	wbuf []byte
 	iov  [][]byte
+	// held: memory parts not written yet, on a connection that takes no
+	// sendfile (userspace TLS), to go out in the same write as the first
+	// bytes of the file span after them. Written before any wait.
+	held []byte
 }
 
 // send writes r's parts in order, and those More gives after them.
@@ -68,13 +72,28 @@ func (o *sender) sendParts(r *wire.Response) error {
 		}
 		i++
 	}
-	return nil
+	return o.flushHeld(r)
+}
+
+// flushHeld writes the memory parts held for a file span, before a wait
+// or when no span took them.
+func (o *sender) flushHeld(r *wire.Response) error {
+	if len(o.held) == 0 {
+		return nil
+	}
+	k, err := o.nc.Write(o.held)
+	r.Cursor.Sent += int64(k)
+	o.held = nil
+	return err
 }
 
 // sendMem writes memory parts in one send: one writev on a plain socket
 // (header and an inline body, nothing copied), one write (over TLS, one
 // record) otherwise, with MSG_MORE on a socket when a file span follows.
 func (o *sender) sendMem(r *wire.Response, parts []wire.Part, sock *conn.TCP, more bool) error {
+	if err := o.flushHeld(r); err != nil { // held bytes may be in wbuf
+		return err
+	}
 	if _, plain := o.nc.(*conn.TCP); plain && !more && len(parts) > 1 {
 		o.iov = o.iov[:0]
 		for _, p := range parts {
@@ -95,6 +114,12 @@ func (o *sender) sendMem(r *wire.Response, parts []wire.Part, sock *conn.TCP, mo
 		b = o.wbuf
 	}
 	if len(b) == 0 {
+		return nil
+	}
+	if (sock == nil || r.NoSendfile) && more && len(b) <= copyChunk/4 {
+		// No sendfile (userspace TLS, -disable-sendfile): the header waits for the
+		// span's first bytes, so both leave in one write.
+		o.held = b
 		return nil
 	}
 	var n int64
@@ -118,6 +143,11 @@ func (o *sender) sendFile(r *wire.Response, p *wire.Part, sock *conn.TCP, kernel
 		want := min(p.Len-off, o.cfg.Window, o.pace(r))
 		if r.Ready != nil {
 			send, ok := r.Ready(p, p.Off+off, want)
+			if !ok {
+				if err := o.flushHeld(r); err != nil { // not held through a wait
+					return err
+				}
+			}
 			for !ok {
 				if !o.wait() {
 					return net.ErrClosed
@@ -140,7 +170,7 @@ func (o *sender) sendFile(r *wire.Response, p *wire.Part, sock *conn.TCP, kernel
 			r.KernelTLS = kernelTLS
 		} else {
 			r.Copied = true
-			n, err = o.copySpan(p.Fd, p.Off+off, want)
+			n, err = o.copySpan(r, p.Fd, p.Off+off, want)
 		}
 		r.Cursor.Sent += n
 		off += n
@@ -168,7 +198,9 @@ func (o *sender) pace(r *wire.Response) int64 {
 			return n
 		}
 		// Bounded: a connection closed meanwhile (the drain) fails its
-		// next write, a quantum later at most.
+		// next write, a quantum later at most. Nothing held waits (a
+		// failed write shows again at the next, which ends the response).
+		o.flushHeld(r)
 		time.Sleep(wire.PaceQuantum)
 		if wt := o.cfg.WriteTimeout; wt > 0 {
 			o.nc.SetWriteDeadline(time.Now().Add(wt))
@@ -180,22 +212,31 @@ func (o *sender) pace(r *wire.Response) int64 {
 // connection holds none.
 var copyPool = sync.Pool{New: func() any { b := make([]byte, copyChunk); return &b }}
 
-// copySpan sends n bytes of fd from off by pread and write.
-func (o *sender) copySpan(fd int, off, n int64) (int64, error) {
+// copySpan sends n bytes of fd from off by pread and write; memory parts
+// held for it go out first, in the same write. It returns the span's
+// bytes sent; the held parts' count in r's cursor.
+func (o *sender) copySpan(r *wire.Response, fd int, off, n int64) (int64, error) {
 	bp := copyPool.Get().(*[]byte)
 	defer copyPool.Put(bp)
 	buf := *bp
 	var sent int64
 	for sent < n {
-		k, err := syscall.Pread(fd, buf[:min(n-sent, copyChunk)], off+sent)
+		h := copy(buf, o.held)
+		o.held = nil
+		k, err := syscall.Pread(fd, buf[h:h+int(min(n-sent, int64(copyChunk-h)))], off+sent)
+		if err == nil && k == 0 {
+			err = wire.ErrTruncated
+		}
 		if err != nil {
+			if h > 0 {
+				m, _ := o.nc.Write(buf[:h])
+				r.Cursor.Sent += int64(m)
+			}
 			return sent, err
 		}
-		if k == 0 {
-			return sent, wire.ErrTruncated
-		}
-		m, err := o.nc.Write(buf[:k])
-		sent += int64(m)
+		m, err := o.nc.Write(buf[:h+k])
+		r.Cursor.Sent += int64(min(m, h))
+		sent += int64(max(m-h, 0))
 		if err != nil {
 			return sent, err
 		}
