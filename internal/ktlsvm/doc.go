@@ -1,16 +1,20 @@
-// Package ktlsvm proves the kTLS hand-over on a real kernel: its test
-// boots the distribution's kernel, which has kTLS as the module tls.ko,
+// Package ktlsvm proves the kTLS hand-over on real kernels: its tests
+// boot the distribution's kernels, which have kTLS as the module tls.ko,
 // under qemu, with an initramfs holding the real segorigin binary and the
-// client of ./vmclient, and judges what the client prints on the serial
+// client of ./vmclient, and judge what the client prints on the serial
 // console. The development machine's own kernel has CONFIG_TLS unset, so
 // without this the setsockopt(TCP_ULP, "tls") + TLS_TX path and sendfile
 // on a kTLS socket would never run in the suite.
 //
 // # What it owns
 //
-//   - FetchKernel: the kernel package named by linux-image-amd64, resolved
-//     with apt-cache, fetched with apt-get download and unpacked with
-//     dpkg-deb into a cache directory, never installed on the host; only
+//   - FetchKernel: the kernel package named by linux-image-amd64 of a
+//     suite (the machine's own sources, Debian 12's 6.1 here, or another
+//     Debian suite with package lists of its own in the cache: Debian
+//     13's 6.12 and its backports kernel, which rekeys), resolved with
+//     apt-cache, fetched with apt-get download (with the parts a split
+//     image package names) and unpacked with dpkg-deb into a cache
+//     directory, never installed on the host; only
 //     the image (decompressed to vmlinux when it can boot by its PVH
 //     entry: the kernel's own decompression takes seconds under
 //     emulation) and the modules of tls and its ciphers are kept, with

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 )
 
 // MetaPackage is the Debian package that names the distribution's current
@@ -23,12 +24,18 @@ const MetaPackage = "linux-image-amd64"
 
 // wantModules are the modules loaded into the guest: tls, and the
 // crypto API templates its AEADs are built from when they are modules
-// (gcm(aes) and rfc7539(chacha20,poly1305), with the algorithms those
-// look up at run time, which no depends= line names). Their depends=
-// closure is added. The generic C implementations keep the guest
-// independent of the CPU flags the emulator offers; the record layer the
-// test exercises is the same whichever implementation seals.
-var wantModules = []string{"tls", "gcm", "ghash_generic", "ctr", "chacha20poly1305", "chacha_generic", "poly1305_generic"}
+// (gcm(aes) and rfc7539(chacha20,poly1305)). Their depends= closure is
+// added. The generic C implementations keep the guest independent of
+// the CPU flags the emulator offers; the record layer the test exercises
+// is the same whichever implementation seals.
+var wantModules = []string{"tls", "gcm", "ctr", "chacha20poly1305"}
+
+// lookedUpModules are the algorithms those templates look up at run time,
+// which no depends= line names, each loaded where the kernel has it as a
+// module: up to 6.14 ghash_generic, chacha_generic and poly1305_generic;
+// later kernels have GHASH and Poly1305 as libraries that depends= does
+// name, and chacha20 in the module chacha.
+var lookedUpModules = []string{"ghash_generic", "chacha_generic", "chacha", "poly1305_generic"}
 
 // Kernel is an unpacked kernel in the cache.
 type Kernel struct {
@@ -38,24 +45,41 @@ type Kernel struct {
 	Modules []string // .ko files in load order (dependencies first)
 }
 
-// FetchKernel returns the distribution's kernel, unpacked under cacheDir:
-// resolved with apt-cache, fetched with apt-get download and unpacked with
-// dpkg-deb (never installed), once per package version. When apt cannot
-// resolve the package (no package lists), the newest kernel already in
-// cacheDir serves. logf says what it did.
-func FetchKernel(ctx context.Context, cacheDir string, logf func(string, ...any)) (*Kernel, error) {
-	pkg, version, rerr := resolveKernel(ctx)
+// Suites the suite boots besides the machine's own kernel (Debian 12's
+// 6.1, Suite ""): Debian 13's kernel (6.12: kTLS in both directions, no
+// rekeying) and Debian 13's backports kernel (Linux 6.14 or later: the
+// kernel takes new keys after a TLS 1.3 KeyUpdate).
+const (
+	SuiteTrixie          = "trixie"
+	SuiteTrixieBackports = "trixie-backports"
+)
+
+// Mirror is where a named suite's package lists and kernels come from.
+const Mirror = "http://deb.debian.org/debian"
+
+// FetchKernel returns suite's kernel, unpacked under cacheDir: resolved
+// with apt-cache, fetched with apt-get download and unpacked with
+// dpkg-deb (never installed), once per package version. Suite "" is the
+// machine's own apt sources; a Debian suite name is read from Mirror with
+// package lists of its own under cacheDir (the machine's apt is never
+// touched), kept in cacheDir/<suite>. When apt cannot resolve the package
+// (no package lists, no network), the newest kernel already cached
+// serves. logf says what it did.
+func FetchKernel(ctx context.Context, cacheDir, suite string, logf func(string, ...any)) (*Kernel, error) {
+	a := aptFor(ctx, cacheDir, suite, logf)
+	cacheDir = a.cacheDir
+	pkgs, version, rerr := resolveKernel(ctx, a)
 	if rerr != nil {
 		k, err := newestCached(cacheDir)
 		if err != nil {
-			return nil, fmt.Errorf("resolve %s: %w (and no kernel in %s: %v)", MetaPackage, rerr, cacheDir, err)
+			return nil, fmt.Errorf("resolve %s: %w (and no kernel in %s: %v)", a.meta(), rerr, cacheDir, err)
 		}
-		logf("apt cannot resolve %s (%v): using the cached %s %s", MetaPackage, rerr, k.Package, k.Version)
+		logf("apt cannot resolve %s (%v): using the cached %s %s", a.meta(), rerr, k.Package, k.Version)
 		return k, nil
 	}
-	dir := filepath.Join(cacheDir, pkg+"_"+version)
+	dir := filepath.Join(cacheDir, pkgs[0]+"_"+version)
 	if k, err := loadCached(dir); err == nil {
-		logf("kernel %s %s from the cache %s", pkg, version, dir)
+		logf("kernel %s %s from the cache %s", pkgs[0], version, dir)
 		return k, nil
 	}
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
@@ -66,7 +90,11 @@ func FetchKernel(ctx context.Context, cacheDir string, logf func(string, ...any)
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	if err := command(ctx, tmp, "apt-get", "download", "-q", pkg+"="+version); err != nil {
+	var args []string
+	for _, p := range pkgs {
+		args = append(args, p+"="+version)
+	}
+	if err := command(ctx, tmp, "apt-get", a.args("download", append([]string{"-q"}, args...)...)...); err != nil {
 		k, cerr := newestCached(cacheDir)
 		if cerr != nil {
 			return nil, err
@@ -75,14 +103,14 @@ func FetchKernel(ctx context.Context, cacheDir string, logf func(string, ...any)
 		return k, nil
 	}
 	debs, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
-	if len(debs) != 1 {
-		return nil, fmt.Errorf("apt-get download %s=%s: %d .deb files, want 1", pkg, version, len(debs))
+	if len(debs) != len(pkgs) {
+		return nil, fmt.Errorf("apt-get download %s: %d .deb files, want %d", strings.Join(args, " "), len(debs), len(pkgs))
 	}
 	out := filepath.Join(tmp, "kernel")
-	if err := unpackKernel(ctx, debs[0], out); err != nil {
-		return nil, fmt.Errorf("unpack %s: %w", debs[0], err)
+	if err := unpackKernel(ctx, debs, out); err != nil {
+		return nil, fmt.Errorf("unpack %s: %w", strings.Join(debs, " "), err)
 	}
-	if err := os.WriteFile(filepath.Join(out, "package"), []byte(pkg+"\n"+version+"\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(out, "package"), []byte(pkgs[0]+"\n"+version+"\n"), 0o644); err != nil {
 		return nil, err
 	}
 	// Rename is atomic: a concurrent fetch of the same version either
@@ -92,9 +120,83 @@ func FetchKernel(ctx context.Context, cacheDir string, logf func(string, ...any)
 			return nil, err
 		}
 	}
-	logf("kernel %s %s fetched into %s", pkg, version, dir)
+	logf("kernel %s %s fetched into %s", pkgs[0], version, dir)
 	pruneCache(cacheDir, filepath.Base(dir), logf)
 	return loadCached(dir)
+}
+
+// apt is how apt-get and apt-cache are run for one suite: the machine's
+// configuration (suite ""), or Mirror's suite with lists, caches and an
+// empty dpkg status of its own under cacheDir.
+type apt struct {
+	suite    string
+	cacheDir string   // where this suite's kernels are kept
+	opts     []string // -o options before the command's own arguments
+}
+
+// aptListsMaxAge: a suite's package lists older than this are fetched
+// again (a kernel security update replaces the package within days).
+const aptListsMaxAge = 24 * time.Hour
+
+// aptFor sets up suite's apt state (apt-get update when its lists are
+// missing or stale; a failed update leaves the old lists, if any, to
+// serve, and says so).
+func aptFor(ctx context.Context, cacheDir, suite string, logf func(string, ...any)) apt {
+	if suite == "" {
+		return apt{cacheDir: cacheDir}
+	}
+	root := filepath.Join(cacheDir, suite)
+	state := filepath.Join(root, ".apt")
+	a := apt{suite: suite, cacheDir: root, opts: []string{
+		"-o", "Dir::Etc::SourceList=" + filepath.Join(state, "sources.list"),
+		"-o", "Dir::Etc::SourceParts=" + filepath.Join(state, "sources.list.d"),
+		"-o", "Dir::State::Lists=" + filepath.Join(state, "lists"),
+		"-o", "Dir::Cache=" + filepath.Join(state, "cache"),
+		"-o", "Dir::State::status=" + filepath.Join(state, "status"),
+	}}
+	stamp := filepath.Join(state, "updated")
+	if st, err := os.Stat(stamp); err == nil && time.Since(st.ModTime()) < aptListsMaxAge {
+		return a
+	}
+	err := a.update(ctx, state, stamp)
+	if err != nil {
+		logf("apt-get update of %s %s: %v", Mirror, suite, err)
+	}
+	return a
+}
+
+// update writes the suite's sources.list and fetches its lists.
+func (a apt) update(ctx context.Context, state, stamp string) error {
+	for _, d := range []string{"sources.list.d", "lists/partial", "cache/archives/partial"} {
+		if err := os.MkdirAll(filepath.Join(state, d), 0o755); err != nil {
+			return err
+		}
+	}
+	src := fmt.Sprintf("deb %s %s main\n", Mirror, a.suite)
+	if err := os.WriteFile(filepath.Join(state, "sources.list"), []byte(src), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(state, "status"), nil, 0o644); err != nil {
+		return err
+	}
+	if err := command(ctx, state, "apt-get", a.args("update", "-q")...); err != nil {
+		return err
+	}
+	return os.WriteFile(stamp, nil, 0o644)
+}
+
+// args are the command line of an apt tool: the suite's options, then cmd
+// and its arguments.
+func (a apt) args(cmd string, args ...string) []string {
+	return append(append(slices.Clone(a.opts), cmd), args...)
+}
+
+// meta names the metapackage resolved, with its suite.
+func (a apt) meta() string {
+	if a.suite == "" {
+		return MetaPackage
+	}
+	return MetaPackage + " (" + a.suite + ")"
 }
 
 // pruneCache removes the kernels cached before keep (each is ~75 MB):
@@ -113,13 +215,17 @@ func pruneCache(cacheDir, keep string, logf func(string, ...any)) {
 	}
 }
 
-// resolveKernel names the image package MetaPackage depends on and its
-// candidate version.
-func resolveKernel(ctx context.Context) (pkg, version string, err error) {
-	out, err := output(ctx, "apt-cache", "depends", MetaPackage)
+// resolveKernel names the image package MetaPackage depends on, its
+// candidate version and, where the image package is split (Debian's
+// kernels from 6.17: the image in linux-binary-*, the modules in
+// linux-modules-*), the packages of the same version that hold the
+// files; the image package is first.
+func resolveKernel(ctx context.Context, a apt) (pkgs []string, version string, err error) {
+	out, err := output(ctx, "apt-cache", a.args("depends", MetaPackage)...)
 	if err != nil {
-		return "", "", err
+		return nil, "", err
 	}
+	var pkg string
 	for _, line := range strings.Split(out, "\n") {
 		dep, ok := strings.CutPrefix(strings.TrimSpace(line), "Depends: ")
 		if ok && strings.HasPrefix(dep, "linux-image-") && !strings.HasPrefix(dep, "<") {
@@ -128,25 +234,60 @@ func resolveKernel(ctx context.Context) (pkg, version string, err error) {
 		}
 	}
 	if pkg == "" {
-		return "", "", fmt.Errorf("apt-cache depends %s names no linux-image package:\n%s", MetaPackage, out)
+		return nil, "", fmt.Errorf("apt-cache depends %s names no linux-image package:\n%s", a.meta(), out)
 	}
-	out, err = output(ctx, "apt-cache", "show", "--no-all-versions", pkg)
+	out, err = output(ctx, "apt-cache", a.args("show", "--no-all-versions", pkg)...)
 	if err != nil {
-		return "", "", err
+		return nil, "", err
 	}
+	pkgs = []string{pkg}
 	for _, line := range strings.Split(out, "\n") {
-		if v, ok := strings.CutPrefix(line, "Version: "); ok {
-			return pkg, strings.TrimSpace(v), nil
+		if v, ok := strings.CutPrefix(line, "Version: "); ok && version == "" {
+			version = strings.TrimSpace(v)
+		}
+		if deps, ok := strings.CutPrefix(line, "Depends: "); ok {
+			pkgs = append(pkgs, splitParts(deps, strings.TrimPrefix(pkg, "linux-image-"))...)
 		}
 	}
-	return "", "", fmt.Errorf("apt-cache show %s: no Version", pkg)
+	if version == "" {
+		return nil, "", fmt.Errorf("apt-cache show %s: no Version", pkg)
+	}
+	return pkgs, version, nil
 }
 
-// unpackKernel writes the image and the wanted modules of the .deb into
-// dir: dpkg-deb unpacks the package's file system as a tar stream, of
+// splitParts are the packages a split image package depends on for its
+// files, release being its release ("7.3.4+deb13-amd64"):
+// linux-binary-<release> (the image), linux-modules-<release> and
+// linux-base-<release> (modules.builtin).
+func splitParts(depends, release string) []string {
+	var out []string
+	for _, d := range strings.Split(depends, ",") {
+		name, _, _ := strings.Cut(strings.TrimSpace(d), " ")
+		if name == "linux-binary-"+release || name == "linux-modules-"+release || name == "linux-base-"+release {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// unpackKernel writes the image and the wanted modules of the packages
+// into dir: dpkg-deb unpacks each package's file system as a tar stream, of
 // which only the kernel image, the crypto, lib and net/tls modules and
 // modules.builtin are kept (the whole package is ~400 MB of modules).
-func unpackKernel(ctx context.Context, deb, dir string) error {
+func unpackKernel(ctx context.Context, debs []string, dir string) error {
+	for _, deb := range debs {
+		if err := extractDeb(ctx, deb, dir); err != nil {
+			return err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "vmlinuz")); err != nil {
+		return errors.New("no boot/vmlinuz-* in the packages")
+	}
+	return prepareKernel(ctx, dir)
+}
+
+// extractDeb extracts what extractKernel keeps from one package.
+func extractDeb(ctx context.Context, deb, dir string) error {
 	cmd := exec.CommandContext(ctx, "dpkg-deb", "--fsys-tarfile", deb)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -160,16 +301,13 @@ func unpackKernel(ctx context.Context, deb, dir string) error {
 	terr := extractKernel(tar.NewReader(stdout), dir)
 	io.Copy(io.Discard, stdout)
 	if err := cmd.Wait(); err != nil {
-		return fmt.Errorf("dpkg-deb --fsys-tarfile: %v: %s", err, stderr.Bytes())
+		return fmt.Errorf("dpkg-deb --fsys-tarfile %s: %v: %s", filepath.Base(deb), err, stderr.Bytes())
 	}
-	if terr != nil {
-		return terr
-	}
-	return prepareKernel(ctx, dir)
+	return terr
 }
 
-// extractKernel keeps, from the package's tar stream, boot/vmlinuz-*
-// (as vmlinuz), the modules under kernel/crypto, kernel/lib and
+// extractKernel keeps, from the package's tar stream, boot/vmlinuz-* or
+// lib/modules/<release>/vmlinuz (as vmlinuz), the modules under kernel/crypto, kernel/lib and
 // kernel/net/tls (as modules/<name>.ko[.xz|.zst]) and modules.builtin.
 // /lib and /usr/lib (merged /usr) are both accepted.
 func extractKernel(tr *tar.Reader, dir string) error {
@@ -190,7 +328,8 @@ func extractKernel(tr *tar.Reader, dir string) error {
 		name := strings.TrimPrefix(path.Clean(h.Name), "usr/")
 		var dst string
 		switch {
-		case strings.HasPrefix(name, "boot/vmlinuz-"):
+		case strings.HasPrefix(name, "boot/vmlinuz-"),
+			strings.HasPrefix(name, "lib/modules/") && path.Base(name) == "vmlinuz": // split packages
 			dst = filepath.Join(dir, "vmlinuz")
 		case strings.HasPrefix(name, "lib/modules/") && path.Base(name) == "modules.builtin":
 			dst = filepath.Join(dir, "modules.builtin")
@@ -203,9 +342,6 @@ func extractKernel(tr *tar.Reader, dir string) error {
 		if err := writeFrom(dst, tr); err != nil {
 			return err
 		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "vmlinuz")); err != nil {
-		return errors.New("no boot/vmlinuz-* in the package")
 	}
 	return nil
 }
@@ -231,6 +367,10 @@ func prepareKernel(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
+	// One run of each tool for all its files: xz removes what it
+	// decompressed by default, zstd with --rm.
+	byTool := map[string][]string{"xz": {"-d", "-q"}, "zstd": {"-d", "-q", "--rm"}}
+	n := map[string]int{}
 	for _, e := range entries {
 		name := e.Name()
 		var tool string
@@ -244,11 +384,18 @@ func prepareKernel(ctx context.Context, dir string) error {
 		default:
 			return fmt.Errorf("module %s: unknown compression", name)
 		}
-		if err := command(ctx, mods, tool, "-d", "-q", "--rm", name); err != nil {
+		byTool[tool] = append(byTool[tool], name)
+		n[tool]++
+	}
+	for _, tool := range []string{"xz", "zstd"} {
+		if n[tool] == 0 {
+			continue
+		}
+		if err := command(ctx, mods, tool, byTool[tool]...); err != nil {
 			return err
 		}
 	}
-	order, err := loadOrder(dir, wantModules)
+	order, err := loadOrder(dir, wantModules, lookedUpModules)
 	if err != nil {
 		return err
 	}
@@ -321,8 +468,9 @@ func align4(n uint32) uint64 { return (uint64(n) + 3) &^ 3 }
 
 // loadOrder resolves names and their depends= closure (from each
 // module's .modinfo section) to .ko file names, dependencies first. A
-// name with no .ko must be in modules.builtin.
-func loadOrder(dir string, names []string) ([]string, error) {
+// name with no .ko must be in modules.builtin; a name of ifPresent with
+// no .ko is left out.
+func loadOrder(dir string, names, ifPresent []string) ([]string, error) {
 	builtin := map[string]bool{}
 	if b, err := os.ReadFile(filepath.Join(dir, "modules.builtin")); err == nil {
 		for _, line := range strings.Fields(string(b)) {
@@ -371,6 +519,14 @@ func loadOrder(dir string, names []string) ([]string, error) {
 		return nil
 	}
 	for _, n := range names {
+		if err := visit(n, nil); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range ifPresent {
+		if _, ok := files[modName(n)]; !ok {
+			continue
+		}
 		if err := visit(n, nil); err != nil {
 			return nil, err
 		}

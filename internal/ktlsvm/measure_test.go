@@ -27,7 +27,7 @@ func BenchmarkKTLSMeasure(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	k, initrd, accel := prepareGuest(b, extra)
+	k, initrd, accel := prepareGuest(b, "", extra)
 	for range b.N {
 		start := time.Now()
 		// The console as it comes: the plan takes minutes.

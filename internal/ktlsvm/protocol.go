@@ -20,6 +20,9 @@ const Prefix = "KTLSVM "
 const (
 	PlanFull = "full"
 	PlanSMP  = "smp2"
+	// PlanKTLS is PlanFull without its -ktls off run, which does not
+	// depend on the kernel: what another kernel is booted for.
+	PlanKTLS = "ktls"
 	// PlanMeasure measures instead of testing (BenchmarkKTLSMeasure):
 	// the server's memory per idle connection and its system calls per
 	// request, plain HTTP against HTTPS on the loops, in one boot.
@@ -97,6 +100,17 @@ const (
 	RunCopy = "copy"
 )
 
+// Runs are the runs plan makes: PlanFull both, PlanKTLS the first.
+func Runs(plan string) []string {
+	switch plan {
+	case PlanFull:
+		return []string{RunKTLS, RunCopy}
+	case PlanKTLS:
+		return []string{RunKTLS}
+	}
+	return nil
+}
+
 // runChecks end each run: the IPv4 server's and the IPv6 server's metrics,
 // the access log of both, and their exit after SIGTERM.
 var runChecks = []string{"metrics-v4", "metrics-v6", "access-log", "exit-v4", "exit-v6"}
@@ -104,7 +118,7 @@ var runChecks = []string{"metrics-v4", "metrics-v6", "access-log", "exit-v4", "e
 // Checks every plan begins with, before any server that uses kTLS. The
 // guest boots without the tls module and every server runs with the
 // shipped unit's privileges (not root, CAP_NET_BIND_SERVICE only):
-// CheckNoModule (PlanFull only) starts one then, which must serve without
+// CheckNoModule (PlanFull and PlanKTLS) starts one then, which must serve without
 // kTLS, log how to load the module, and not have it loaded by the kernel;
 // CheckModulesLoad loads it as the Debian package has it loaded at boot,
 // by modprobe of what its modules-load.d file names.
@@ -119,9 +133,9 @@ const (
 func Expected(plan string) []string {
 	var out []string
 	switch plan {
-	case PlanFull:
+	case PlanFull, PlanKTLS:
 		out = append(out, CheckNoModule, CheckModulesLoad)
-		for _, run := range []string{RunKTLS, RunCopy} {
+		for _, run := range Runs(plan) {
 			for _, c := range Combos {
 				for _, name := range CasesFor(c) {
 					out = append(out, run+"/"+c.Name+"/"+name)

@@ -73,7 +73,7 @@ func TestReporterRoundTrip(t *testing.T) {
 // TestExpected: TLS 1.2 has no KeyUpdate or HelloRetryRequest case, every
 // name is unique, and each plan ends with the kernel's counters.
 func TestExpected(t *testing.T) {
-	for _, plan := range []string{PlanFull, PlanSMP} {
+	for _, plan := range []string{PlanFull, PlanKTLS, PlanSMP} {
 		names := Expected(plan)
 		seen := map[string]bool{}
 		for _, n := range names {
@@ -94,6 +94,10 @@ func TestExpected(t *testing.T) {
 	// + 3 TLS 1.3 combos x 24 + 5 checks), tls-stat.
 	if got, want := len(Expected(PlanFull)), 2+2*(3*19+3*24+5)+1; got != want {
 		t.Errorf("len(Expected(full)) = %d, want %d", got, want)
+	}
+	// The same with the kTLS run alone.
+	if got, want := len(Expected(PlanKTLS)), 2+(3*19+3*24+5)+1; got != want {
+		t.Errorf("len(Expected(ktls)) = %d, want %d", got, want)
 	}
 	if got := Expected(PlanSMP)[0]; got != CheckModulesLoad {
 		t.Errorf("Expected(smp2) starts with %s, want %s: tls must be loaded first", got, CheckModulesLoad)

@@ -66,6 +66,8 @@ func (e *env) runFull(run string) {
 	e.rep.Result(run+"/access-log", errors.Join(r.checkAccess(v4), r.checkAccess(v6)))
 	if mode == "auto" {
 		e.offloaded += v4.tally.handshakes.Load() + v6.tally.handshakes.Load()
+		e.rekeysRX += v4.tally.rekeysRX.Load()
+		e.rekeysTX += v4.tally.rekeysTX.Load()
 	}
 }
 

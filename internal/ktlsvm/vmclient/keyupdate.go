@@ -74,6 +74,9 @@ func (r *runState) keyUpdate(c ktlsvm.Combo, requested bool) error {
 		r.v4.tally.noRekey.Add(1)
 	case r.mode == "auto":
 		r.v4.tally.rekeysRX.Add(1)
+		if requested {
+			r.v4.tally.rekeysTX.Add(1)
+		}
 	}
 	if err := w.next(); err != nil {
 		return err

@@ -37,7 +37,7 @@ var mediaFiles = map[string]int64{
 }
 
 func main() {
-	plan := flag.String("plan", "", "plan to run: full, smp2, measure or probe (default: ktlsvm.plan= of /proc/cmdline)")
+	plan := flag.String("plan", "", "plan to run: full, ktls, smp2, conformance, measure or probe (default: ktlsvm.plan= of /proc/cmdline)")
 	server := flag.String("server", ktlsvm.ServerPath, "the segorigin binary")
 	flag.Parse()
 	watchdog := defaultWatchdog
@@ -67,13 +67,13 @@ func main() {
 		rep.Done(*plan)
 		os.Exit(1)
 	}
-	if *plan == ktlsvm.PlanFull {
+	if *plan == ktlsvm.PlanFull || *plan == ktlsvm.PlanKTLS {
 		rep.Result(ktlsvm.CheckNoModule, env.checkNoModule())
 	}
 	rep.Result(ktlsvm.CheckModulesLoad, env.modulesLoad())
 	switch *plan {
-	case ktlsvm.PlanFull:
-		for _, run := range []string{ktlsvm.RunKTLS, ktlsvm.RunCopy} {
+	case ktlsvm.PlanFull, ktlsvm.PlanKTLS:
+		for _, run := range ktlsvm.Runs(*plan) {
 			env.runFull(run)
 		}
 	case ktlsvm.PlanSMP:
@@ -119,6 +119,8 @@ type env struct {
 	// What the kernel's tls_stat must add up to (see checkTLSStat).
 	offloaded  int64 // connections handed over on -ktls auto servers
 	autoStarts int64 // -ktls auto server starts (each probes every cipher)
+	rekeysRX   int64 // KeyUpdates the kernel followed, on -ktls auto servers
+	rekeysTX   int64 // of those, update_requested
 }
 
 // prepare writes the media and reads it back (bodies are compared with

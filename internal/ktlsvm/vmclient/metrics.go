@@ -100,6 +100,7 @@ func (r *runState) metricsOnce(s *server) error {
 		`segorigin_tls_control_records_total{kind="key_update"}`:    keyUpdates,
 		`segorigin_tls_control_records_total{kind="alert"}`:         0,
 		`segorigin_tls_rekeys_total{direction="rx"}`:                t.rekeysRX.Load(),
+		`segorigin_tls_rekeys_total{direction="tx"}`:                t.rekeysTX.Load(),
 		`segorigin_tls_rekeys_total{direction="unsupported"}`:       t.noRekey.Load(),
 		`segorigin_body_responses_total{path="` + path + `"}`:       t.file.bodies.Load(),
 		`segorigin_body_responses_total{path="` + pathInline + `"}`: t.inline.bodies.Load(),
@@ -264,8 +265,18 @@ func (e *env) checkTLSStat() error {
 		"TlsCurrRxSw":     0,
 		"TlsDecryptError": 0,
 	}
+	keys := []string{"TlsTxSw", "TlsCurrTxSw", "TlsRxSw", "TlsCurrRxSw", "TlsDecryptError"}
+	rekeys, err := kernelRekeys()
+	if err != nil {
+		return err
+	}
+	if rekeys { // the kernel counts the new keys it took (Linux 6.14)
+		want["TlsRxRekeyOk"], want["TlsTxRekeyOk"] = e.rekeysRX, e.rekeysTX
+		want["TlsRxRekeyError"], want["TlsTxRekeyError"] = 0, 0
+		keys = append(keys, "TlsRxRekeyOk", "TlsTxRekeyOk", "TlsRxRekeyError", "TlsTxRekeyError")
+	}
 	var errs []error
-	for _, k := range []string{"TlsTxSw", "TlsCurrTxSw", "TlsRxSw", "TlsCurrRxSw", "TlsDecryptError"} {
+	for _, k := range keys {
 		if got, ok := stat[k]; !ok || got != want[k] {
 			errs = append(errs, fmt.Errorf("%s = %d (present %v), want %d", k, got, ok, want[k]))
 		}

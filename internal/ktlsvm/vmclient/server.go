@@ -84,6 +84,7 @@ type tally struct {
 	denied     atomic.Int64 // connections on which crypto/tls had to be refused a write (kTLS transmit only)
 	keyUpdates atomic.Int64 // KeyUpdate records the client sent (kTLS: read by the kernel)
 	rekeysRX   atomic.Int64 // of those, followed by the kernel (Linux 6.14)
+	rekeysTX   atomic.Int64 // of those, update_requested: the server's keys changed too
 	noRekey    atomic.Int64 // of those, that ended the connection (older kernels)
 	closeNotes atomic.Int64 // close_notify alerts the server surely read (client-close-notify)
 }
