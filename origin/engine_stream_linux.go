@@ -65,8 +65,12 @@ func (ss *streamServer) Data(c *stream.Conn, in []byte, full bool) int { return 
 func (ss *streamServer) Timeout(c *stream.Conn, reading bool) { ss.timeout(c, reading) }
 
 // Closed: the connection's Close gives its place back to the gate; a
-// request still waiting for its body goes back to the pool.
-func (ss *streamServer) Closed(c *stream.Conn) { ss.dropPending(c) }
+// request still waiting for its body goes back to the pool; one parked
+// (its client left: stream.Conn.ParkUntilGone) is let go.
+func (ss *streamServer) Closed(c *stream.Conn) {
+	ss.dropPending(c)
+	ss.dropParked(c)
+}
 
 // connServer serves the listeners the loops do not.
 type connServer interface {

@@ -69,9 +69,9 @@ func (ls *h1Server) park(r *h1Req) {
 }
 
 // goneParker is a connection that can park until its client leaves
-// (loop.Conn): closed at the client's FIN, so that a client gone from a
-// wait of seconds is let go at once (dropParked), not when its wait ends.
-// The stream transport parks as before and finds it at the wake-up.
+// (loop.Conn, stream.Conn): closed at the client's FIN, so that a client
+// gone from a wait of seconds is let go at once (dropParked), not when
+// its wait ends.
 type goneParker interface{ ParkUntilGone() }
 
 // dropParked lets go of the request parked on c, which has closed: taken

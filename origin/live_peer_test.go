@@ -51,16 +51,23 @@ func TestGrowClientLeavesQuietFile(t *testing.T) {
 	})
 }
 
-// TestParkedClientsLeave: blocking reloads parked on the event loops
-// whose clients close their connections are let go at once: the waiters
-// are unlisted, counted client_left, and their connections closed (the
+// TestParkedClientsLeave: blocking reloads parked on the event loops, and
+// on the stream transport (-engine fasthttp; HTTPS without kTLS), whose
+// clients close their connections are let go at once: the waiters are
+// unlisted, counted client_left, and their connections closed (the
 // server's descriptors freed), long before their three target durations
 // (30 s here) would time them out; a reload parked after them is still
 // answered.
 func TestParkedClientsLeave(t *testing.T) {
+	for _, e := range []origin.Engine{origin.EngineLoop, origin.EngineFastHTTP} {
+		t.Run(string(e), func(t *testing.T) { parkedClientsLeave(t, e) })
+	}
+}
+
+func parkedClientsLeave(t *testing.T, engine origin.Engine) {
 	const n = 50
 	root := t.TempDir()
-	ts := startServer(t, root, func(c *origin.Config) { c.Engine = origin.EngineLoop })
+	ts := startServer(t, root, func(c *origin.Config) { c.Engine = engine })
 	p := startPackager(t, root, llpack.Config{TargetDuration: 10, Parts: 4}, 5)
 	addr := ts.tcpAddr(t)
 	req := []byte(fmt.Sprintf(parkedRequest, blockingTarget(p)))
@@ -95,4 +102,48 @@ func TestParkedClientsLeave(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustStatus(t, c.read("GET"), 200, "the reload parked after them")
+}
+
+// TestParkedClientLeavesEveryMode: on every transport, HTTPS included (a
+// client's close_notify, then its FIN), a client that closes its
+// connection while its blocking reload is parked is let go at once,
+// counted client_left, and its connection closed, not answered or timed
+// out when its three target durations (30 s) end. A client that stays
+// and sends its next request while the first is parked (pipelined) is
+// not taken for gone: both are answered, in order, on the connection.
+func TestParkedClientLeavesEveryMode(t *testing.T) {
+	everyMode(t, func(t *testing.T, mode serverMode) {
+		const n = 4
+		root := t.TempDir()
+		ts := mode.start(t, root, nil)
+		p := startPackager(t, root, llpack.Config{TargetDuration: 10, Parts: 4}, 5)
+		target := blockingTarget(p)
+		stay := ts.dial()
+		stay.write("GET", target)
+		var cs []*client
+		for range n {
+			c := ts.dial()
+			c.write("GET", target)
+			cs = append(cs, c)
+		}
+		testwait.For(t, 10*time.Second, fmt.Sprintf("%d requests parked", n+1), func() bool { return origin.LiveWaiters(ts.srv) == n+1 })
+		stay.write("GET", "/live/live.m3u8")
+		for _, c := range cs {
+			c.conn.Close()
+		}
+		testwait.For(t, 10*time.Second, "the parked clients let go", func() bool {
+			st := ts.srv.Stats()
+			return origin.LiveWaiters(ts.srv) == 1 && st.Live.ClientLeft[0] == n && st.Live.Held[0] == 1 && st.ConnsOpen == 1
+		})
+		if err := p.Publish(); err != nil {
+			t.Fatal(err)
+		}
+		mustStatus(t, stay.read("GET"), 200, "the reload that stayed")
+		mustStatus(t, stay.read("GET"), 200, "the request pipelined behind it")
+		stay.write("GET", "/live/live.m3u8")
+		mustStatus(t, stay.read("GET"), 200, "the next request on the connection")
+		if st := ts.srv.Stats().Live; st.TimedOut[0] != 0 || st.Answered[0] != 1 || st.ClientLeft[0] != n {
+			t.Errorf("live counters %+v: want %d client_left, 1 answered", st, n)
+		}
+	})
 }

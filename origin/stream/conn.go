@@ -38,7 +38,9 @@ type Conn struct {
 	remote   net.Addr // set by SetRemote; nil: nc's
 
 	parked, closed, closeAfter, lingerWanted bool
-	resumed                                  bool // Continue ran since the last wait
+	resumed                                  bool   // Continue ran since the last wait
+	watchPeer                                bool   // ParkUntilGone: watch for the client leaving while parked
+	watchID                                  uint64 // its entry in the server's peerWatch; 0: none
 	idle                                     atomic.Bool
 
 	box mailbox // work posted from other goroutines
@@ -55,6 +57,7 @@ func (c *Conn) serve() {
 	defer func() {
 		c.close()
 		h.Closed(c)
+		c.box.end()
 	}()
 	if !h.Accept(c) {
 		return
@@ -65,7 +68,7 @@ func (c *Conn) serve() {
 		case c.closed:
 			return
 		case c.closeAfter:
-			c.closeAfterResponse()
+			closeAfterResponse(c)
 			return
 		case len(c.in) == 0 && c.s.draining.Load():
 			return
@@ -195,9 +198,7 @@ func (c *Conn) process() {
 			c.s.putBuf(c.in)
 			c.in = nil
 		}
-		for c.parked && !c.closed {
-			c.box.run()
-		}
+		parkWait(c)
 		if c.closed {
 			return
 		}
@@ -214,21 +215,61 @@ func (c *Conn) process() {
 	}
 }
 
+// parkWait runs posted work until c's parked response is given (Send)
+// or c closes; where ParkUntilGone asked, the socket is watched meanwhile
+// for the client leaving (peer_linux.go), which closes c.
+func parkWait(c *Conn) {
+	for c.parked && !c.closed {
+		// Asked at the park, or at a park again from posted work (a
+		// request that offloaded a step, then waits for the playlist).
+		if c.watchPeer && c.watchID == 0 {
+			watchPeer(c)
+		}
+		c.watchPeer = false
+		c.box.run()
+	}
+	c.watchPeer = false
+	unwatchPeer(c)
+}
+
 // mailbox is the work other goroutines post to a connection's goroutine.
 type mailbox struct {
-	mu    sync.Mutex // protects posts
+	mu    sync.Mutex // protects posts and ended
 	posts []func()
+	ended bool          // the goroutine has ended: a post runs at once
 	wake  chan struct{} // a post is waiting (capacity 1)
 }
 
-// post queues fn and wakes the goroutine if it waits.
+// post queues fn and wakes the goroutine if it waits. Once the goroutine
+// has ended (a connection closed while its request was parked), fn runs
+// at once on the caller's goroutine: work posted to a closed connection
+// (a parked request woken as its client left) still finishes, so that
+// nothing it holds is kept.
 func (m *mailbox) post(fn func()) {
 	m.mu.Lock()
+	if m.ended {
+		m.mu.Unlock()
+		fn()
+		return
+	}
 	m.posts = append(m.posts, fn)
 	m.mu.Unlock()
 	select {
 	case m.wake <- struct{}{}:
 	default:
+	}
+}
+
+// end runs what is still posted, when the goroutine ends; what is posted
+// after runs at once (post).
+func (m *mailbox) end() {
+	m.mu.Lock()
+	m.ended = true
+	posts := m.posts
+	m.posts = nil
+	m.mu.Unlock()
+	for _, fn := range posts {
+		fn()
 	}
 }
 
@@ -264,7 +305,7 @@ func (c *Conn) flush() {
 	case err != nil:
 		c.close()
 	case closeConn || c.closeAfter:
-		c.closeAfterResponse()
+		closeAfterResponse(c)
 	}
 }
 
@@ -274,7 +315,7 @@ func (c *Conn) flush() {
 // the client closes or lingerTimeout passes, so the kernel's reset to
 // unread bytes cannot destroy the answer (RFC 9112 §9.6). A draining
 // server closes at once.
-func (c *Conn) closeAfterResponse() {
+func closeAfterResponse(c *Conn) {
 	if c.closed {
 		return
 	}
@@ -301,6 +342,7 @@ func (c *Conn) close() {
 		return
 	}
 	c.closed = true
+	unwatchPeer(c) // while the descriptor is still the socket's
 	c.nc.Close()
 	c.s.putBuf(c.in)
 	c.in, c.out.wbuf = nil, nil
@@ -357,8 +399,8 @@ func (c *Conn) Send(r *wire.Response) {
 func (c *Conn) Park() { c.parked = true }
 
 // Post runs fn on c's goroutine while it waits (parked, or for a Ready
-// hook), also when c has closed by then: fn checks Closed. Safe from any
-// goroutine.
+// hook), also when c has closed by then: fn checks Closed; once c's
+// goroutine has ended, at once on the caller's. Safe from any goroutine.
 func (c *Conn) Post(fn func()) {
 	c.box.post(fn)
 }

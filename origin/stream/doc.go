@@ -11,7 +11,12 @@
 //     (the header with MSG_MORE), by pread and write otherwise; a file that
 //     shrank ends the connection (wire.ErrTruncated), never a short body on
 //     a kept connection.
-//   - Park and Post (an answer made on another goroutine), the Ready gate
+//   - Park and Post (an answer made on another goroutine; ParkUntilGone
+//     also watches the socket for the client's FIN or a reset, without
+//     reading it, in one epoll instance and goroutine of the server's for
+//     every parked connection, and closes the connection when the client
+//     leaves; work posted after the connection's goroutine ended runs at
+//     once, on the poster's), the Ready gate
 //     before each window of a file span, the More hook after the last
 //     part (a body whose length is not known yet), the lingering close after a
 //     refusal (write side shut, then read and drop for up to 5 s), and the

@@ -49,6 +49,7 @@ type Server struct {
 	draining atomic.Bool
 	wg       sync.WaitGroup // the connections' goroutines
 	bufs     sync.Pool      // *[]byte of cap ReadBuffer: read buffers of connections not idle
+	peers    peerWatch      // the parked connections' sockets (ParkUntilGone)
 }
 
 // getBuf returns an empty read buffer.
@@ -156,6 +157,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
+	defer s.peers.stop() // after the connections, which take themselves off it
 	select {
 	case <-done:
 		return nil
