@@ -72,13 +72,14 @@ for name in "${names[@]}"; do
   root=$LT_WORK/root-$name
   mkdir -p "$root"
   admin=$(lt_free_port)
-  SEGORIGIN_FLAGS="$FLAGS -admin-listen 127.0.0.1:$admin -admin-pprof" # lt_start's, never exported
+  alog=$LT_WORK/$name-access.log
+  SEGORIGIN_FLAGS="$FLAGS -admin-listen 127.0.0.1:$admin -admin-pprof -access-log $alog -access-log-format json" # lt_start's, never exported
   lt_start "$name" "$BIN" "$root" "$LT_WORK/$name"
   pid=$LT_PID
   lt_wait_port "$admin" || lt_die "$name: the admin listener did not open"
   echo "== $name" | tee -a "$OUT"
   "${CLIENT_PIN[@]}" "$BIN/llload" -url "http://$LT_ADDR" -root "$root" -clients "$CLIENTS" -playlists "$PLAYLISTS" \
-    -pace "$PACE" -duration "${DUR}s" -pid "$pid" -metrics "http://127.0.0.1:$admin/metrics" -pprof "http://127.0.0.1:$admin/debug/pprof/" 2>&1 | tee -a "$OUT" || status=1
+    -pace "$PACE" -duration "${DUR}s" -pid "$pid" -metrics "http://127.0.0.1:$admin/metrics" -pprof "http://127.0.0.1:$admin/debug/pprof/" -access-log "$alog" 2>&1 | tee -a "$OUT" || status=1
   lt_stop "$pid"
 done
 echo "written to $OUT"

@@ -6,7 +6,10 @@
 // satisfying it to the answer's last byte (the packager's rename time and
 // the client's answer time on the same clock), and checks every byte
 // against what was published: each playlist answer is a published version
-// from the one asked for on, each part fetched is the file's bytes.
+// from the one asked for on, each part fetched is the file's bytes. With
+// -access-log (the server's, -access-log-format json) it also takes the
+// server's own delay for each parked reload, from the rename to the last
+// byte the server sent, which leaves out the players' own scheduling.
 //
 //	go run ./loadtest/llload -url http://127.0.0.1:8080 -root /srv/media \
 //	    -clients 5000 -playlists 10 -pace 333ms -duration 30s -pid PID -metrics http://127.0.0.1:9090/metrics
@@ -45,6 +48,7 @@ type config struct {
 	pid       int    // the server's process, for CPU and RSS (0: not measured)
 	metrics   string // the server's metrics URL, for its heap and parked requests ("": not measured)
 	pprof     string // the server's /debug/pprof/ URL, for its live heap after a collection ("": not measured)
+	accessLog string // the server's JSON access log, for its own delays ("": not measured)
 }
 
 func main() {
@@ -80,6 +84,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.partBytes, "part-bytes", 16<<10, "bytes of each part")
 	fs.IntVar(&cfg.pid, "pid", 0, "the server's process ID: its CPU time and RSS are measured (0: not)")
 	fs.StringVar(&cfg.metrics, "metrics", "", "the server's metrics URL (-admin-listen): its heap per parked request is measured")
+	fs.StringVar(&cfg.accessLog, "access-log", "", "the server's access log, written with -access-log-format json: the server's own delay for each parked reload, from the rename to its last byte sent, is measured")
 	fs.StringVar(&cfg.pprof, "pprof", "", "the server's /debug/pprof/ URL (-admin-pprof): its live heap per parked request is measured after a collection (needs -metrics)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -102,6 +107,7 @@ type result struct {
 	t       tally
 	elapsed time.Duration
 	srv     serverUse
+	served  []time.Duration // the server's own delays for the parked reloads (-access-log), sorted
 }
 
 // run starts the renditions, then the clients, measures for
@@ -136,9 +142,12 @@ func run(ctx context.Context, cfg config) (result, error) {
 			}
 		}()
 	}
-	res, err := runClients(ctx, cfg, feeds)
+	res, w, err := runClients(ctx, cfg, feeds)
 	stopPub()
 	pub.Wait()
+	if cfg.accessLog != "" && err == nil {
+		res.served, err = serverDelays(cfg.accessLog, feeds, w)
+	}
 	close(errs)
 	if perr := <-errs; perr != nil && err == nil {
 		err = perr
@@ -148,7 +157,7 @@ func run(ctx context.Context, cfg config) (result, error) {
 
 // runClients measures the server idle, connects the clients, lets them
 // settle for two parts, then measures cfg.duration.
-func runClients(ctx context.Context, cfg config, feeds []*feed) (result, error) {
+func runClients(ctx context.Context, cfg config, feeds []*feed) (result, *window, error) {
 	before := measureServer(cfg)
 	var gcBefore int64
 	if cfg.pprof != "" {
@@ -188,7 +197,7 @@ func runClients(ctx context.Context, cfg config, feeds []*feed) (result, error) 
 	}
 	slices.Sort(res.t.waited)
 	slices.Sort(res.t.immediate)
-	return res, ctx.Err()
+	return res, w, ctx.Err()
 }
 
 func (t *tally) merge(o *tally) {

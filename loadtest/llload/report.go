@@ -35,6 +35,11 @@ func (r result) print(w io.Writer, cfg config) {
 	w50, w99, wmax := quantile(t.waited, 0.5), quantile(t.waited, 0.99), quantile(t.waited, 1)
 	fmt.Fprintf(w, "%-44s %d: p50 %v  p90 %v  p99 %v  max %v\n", "  parked, from the rename to the last byte", len(t.waited), w50,
 		quantile(t.waited, 0.9), w99, wmax)
+	if cfg.accessLog != "" {
+		s := r.served
+		fmt.Fprintf(w, "%-44s %d: p50 %v  p90 %v  p99 %v  max %v\n", "  parked, server: rename to last byte sent", len(s),
+			quantile(s, 0.5), quantile(s, 0.9), quantile(s, 0.99), quantile(s, 1))
+	}
 	fmt.Fprintf(w, "%-44s %d: p50 %v  p99 %v  max %v\n", "  answered at once, from the send", len(t.immediate),
 		quantile(t.immediate, 0.5), quantile(t.immediate, 0.99), quantile(t.immediate, 1))
 	fmt.Fprintf(w, "%-44s %d, %d bytes verified in all\n", "parts fetched and verified", t.parts, t.bytes)
@@ -61,7 +66,8 @@ func (r result) print(w io.Writer, cfg config) {
 	if cfg.pprof != "" {
 		fmt.Fprintf(w, "%-44s %d parked: +%d B each (their connections included)\n", "server live heap after a collection", g.parked, gcPer)
 	}
-	fmt.Fprintf(w, "RESULT clients=%d playlists=%d answers=%d waited=%d p50_us=%d p99_us=%d max_us=%d immediate=%d timed_out=%d parts=%d bytes=%d errors=%d cpu_ns_per_answer=%d parked=%d rss_per_parked=%d heap_per_parked=%d live_heap_per_parked=%d\n",
+	fmt.Fprintf(w, "RESULT clients=%d playlists=%d answers=%d waited=%d p50_us=%d p99_us=%d max_us=%d immediate=%d timed_out=%d parts=%d bytes=%d errors=%d cpu_ns_per_answer=%d parked=%d rss_per_parked=%d heap_per_parked=%d live_heap_per_parked=%d server_waited=%d server_p50_us=%d server_p99_us=%d\n",
 		cfg.clients, cfg.playlists, t.answers, len(t.waited), us(w50), us(w99), us(wmax), len(t.immediate), t.timedOut,
-		t.parts, t.bytes, t.errs, cpuPer, p.parked, rssPer, heapPer, gcPer)
+		t.parts, t.bytes, t.errs, cpuPer, p.parked, rssPer, heapPer, gcPer,
+		len(r.served), us(quantile(r.served, 0.5)), us(quantile(r.served, 0.99)))
 }
