@@ -9,10 +9,9 @@
 # /proc), and prints the medians, CPU per GiB and per request, and
 # segorigin's ratio to nginx. Unpinned by default (servers and wrk share
 # every CPU, as an operator's load test does); -pin puts the server on
-# CPU 0 (nginx one worker, segorigin GOMAXPROCS 1) and wrk on CPU 1. The target: segorigin's
-# CPU per GiB within 10% of nginx's on the userspace path (a kernel without
-# kTLS); with kTLS, nginx needs "ssl_conf_command Options KTLS" to compare
-# like with like.
+# CPU 0 (nginx one worker, segorigin GOMAXPROCS 1) and wrk on CPU 1. On a
+# kernel without kTLS both servers seal in userspace; with kTLS, nginx
+# needs "ssl_conf_command Options KTLS" to compare like with like.
 #
 #   bash loadtest/compare_tls.sh [-d SECONDS] [-rounds N] [-workloads W1,W2,W3,W4]
 #        [-dir DIR] [-t THREADS] [-c CONNS] [-pin] [-o FILE]
