@@ -3,6 +3,7 @@ package rewrite
 import (
 	"bytes"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +24,7 @@ var uriAttrs = map[string][]string{
 // t.MaxOut is ErrTooLarge. On an error dst must not be served.
 func DASH(dst, src []byte, t *Target) ([]byte, Result, error) {
 	r := newRun(t)
+	r.ids, r.tooManyIDs = representationIDs(src)
 	// bases[d] is the base URL inside the open element at depth d;
 	// bases[0] is the document's. An element inherits its parent's.
 	bases := make([]*url.URL, 1, 8)
@@ -147,14 +149,17 @@ func (r *run) startTag(dst *[]byte, src []byte, base *url.URL) (n int, local str
 		}
 		value := src[k+1 : k+1+end]
 		*dst = append(*dst, src[i:k+1]...)
-		if isURIAttr(attrs, attr) {
-			uri, kind := unescapeXML(value), KindURI
-			if local == "SegmentTemplate" {
-				uri, kind = []byte(fillTemplate(string(uri))), KindTemplate
-			}
-			*dst = r.appendURI(*dst, value, uri, base, xmlSep, kind)
-		} else {
+		switch {
+		case !isURIAttr(attrs, attr):
 			*dst = append(*dst, value...)
+		case local != "SegmentTemplate":
+			*dst = r.appendURI(*dst, value, unescapeXML(value), base, xmlSep, KindURI)
+		case !r.idsStayOurs(string(unescapeXML(value)), base):
+			r.res.Left++
+			*dst = append(*dst, value...)
+		default:
+			uri := []byte(fillTemplate(string(unescapeXML(value)), "0"))
+			*dst = r.appendURI(*dst, value, uri, base, xmlSep, KindTemplate)
 		}
 		*dst = append(*dst, src[k])
 		i = k + 1 + end + 1
@@ -213,11 +218,11 @@ func (r *run) baseURL(dst *[]byte, src []byte, bases *[]*url.URL) (int, error) {
 }
 
 // fillTemplate replaces each template identifier ($Number%05d$,
-// $RepresentationID$, ...; §5.3.9.4.4) by "0" and "$$" by "$": what is
-// resolved and checked against the token's scope is then a path like
-// those the player will ask for, and a format tag such as %05d is not
-// mistaken for a percent-encoded byte.
-func fillTemplate(s string) string {
+// $Time$, ...; §5.3.9.4.4) by "0", $RepresentationID$ by repID, and "$$"
+// by "$": what is resolved and checked against the token's scope is then
+// a path like those the player will ask for, and a format tag such as
+// %05d is not mistaken for a percent-encoded byte.
+func fillTemplate(s, repID string) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
@@ -234,13 +239,129 @@ func fillTemplate(s string) string {
 			b.WriteString(s[i:])
 			return b.String()
 		}
-		if j == 0 {
+		switch id := s[i+1 : i+1+j]; {
+		case j == 0:
 			b.WriteByte('$')
-		} else {
+		case id == "RepresentationID":
+			b.WriteString(repID)
+		default:
 			b.WriteByte('0')
 		}
 		s = s[i+1+j+1:]
 	}
+}
+
+// maxCheckedIDs bounds the Representation@id values a template is
+// checked with (idsStayOurs).
+const maxCheckedIDs = 32
+
+// representationIDs are the distinct Representation@id values of src
+// that are more than URI-unreserved characters (RFC 3986 §2.3): every
+// identifier of a template but $RepresentationID$ is a number, that one
+// is put in by the player as it is written, and an id such as
+// "//cdn.example", "\\cdn.example" (a URL parser takes the backslash
+// for a slash) or "x:" makes the template's URIs another host's or
+// scheme's. tooMany: more than maxCheckedIDs of them. It reads tags as
+// startTag does; malformed markup ends the scan, which DASH then refuses.
+func representationIDs(src []byte) (ids []string, tooMany bool) {
+	for {
+		lt := bytes.IndexByte(src, '<')
+		if lt < 0 {
+			return ids, false
+		}
+		src = src[lt+1:]
+		n := 0
+		for n < len(src) && !isSpace(src[n]) && src[n] != '/' && src[n] != '>' {
+			n++
+		}
+		name := src[:n]
+		name = name[bytes.LastIndexByte(name, ':')+1:]
+		src = src[n:]
+		if string(name) != "Representation" {
+			continue
+		}
+		for {
+			attr, value, rest, ok := nextAttr(src)
+			if !ok {
+				break
+			}
+			src = rest
+			id := string(unescapeXML(value))
+			if attr != "id" || unreserved(id) || slices.Contains(ids, id) {
+				continue
+			}
+			if len(ids) == maxCheckedIDs {
+				return ids, true
+			}
+			ids = append(ids, id)
+		}
+	}
+}
+
+// unreserved: s is only RFC 3986's unreserved characters.
+func unreserved(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
+}
+
+// idsStayOurs: the template tmpl, filled with each id of r.ids for
+// $RepresentationID$, still resolves against base on this origin and in
+// the target's scope, as it does filled with "0"; false where a
+// Representation's id would take the player's requests elsewhere, or
+// there were too many ids to check.
+func (r *run) idsStayOurs(tmpl string, base *url.URL) bool {
+	if !strings.Contains(tmpl, "$RepresentationID$") {
+		return true
+	}
+	if r.tooManyIDs {
+		return false
+	}
+	for _, id := range r.ids {
+		if _, ok := r.paramsFor([]byte(fillTemplate(tmpl, id)), base, KindTemplate); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// nextAttr reads one attribute (name S? '=' S? quoted value) at the start
+// of src, after any space; ok false at the tag's end or malformed markup.
+func nextAttr(src []byte) (name string, value, rest []byte, ok bool) {
+	j := 0
+	for j < len(src) && isSpace(src[j]) {
+		j++
+	}
+	k := j
+	for k < len(src) && !isSpace(src[k]) && src[k] != '=' && src[k] != '>' && src[k] != '/' {
+		k++
+	}
+	if k == j {
+		return "", nil, src, false
+	}
+	name = string(src[j:k])
+	for k < len(src) && isSpace(src[k]) {
+		k++
+	}
+	if k >= len(src) || src[k] != '=' {
+		return "", nil, src, false
+	}
+	k++
+	for k < len(src) && isSpace(src[k]) {
+		k++
+	}
+	if k >= len(src) || (src[k] != '"' && src[k] != '\'') {
+		return "", nil, src, false
+	}
+	end := bytes.IndexByte(src[k+1:], src[k])
+	if end < 0 {
+		return "", nil, src, false
+	}
+	return name, src[k+1 : k+1+end], src[k+1+end+1:], true
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }

@@ -70,7 +70,8 @@ func FuzzHLS(f *testing.F) {
 // parameters.
 func FuzzDASH(f *testing.F) {
 	seeds(f, "dash/*/*.mpd", `<MPD><BaseURL>v/</BaseURL><SegmentURL media="a?x=1&amp;y"/></MPD>`, `<a b='c'><!--x--><![CDATA[<]]></a>`,
-		`<MPD><BaseURL>//cdn.test/vod/a/</BaseURL><SegmentURL media="//origin.test/x/y" i="https://cdn.test:443/b/c"/><SegmentURL media="&#47;/evil.test/a"/></MPD>`)
+		`<MPD><BaseURL>//cdn.test/vod/a/</BaseURL><SegmentURL media="//origin.test/x/y" i="https://cdn.test:443/b/c"/><SegmentURL media="&#47;/evil.test/a"/></MPD>`,
+		`<MPD><SegmentTemplate media="$RepresentationID$/c-$Number$.m4s" initialization="i$RepresentationID$"/><Representation id="//evil.test"/><Representation id="a:b"/><Representation id=" \\evil.test"/></MPD>`)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if bytes.Contains(in, []byte("ZQX9")) {
 			return
@@ -164,9 +165,10 @@ func checkHLSHosts(t *testing.T, in, out []byte) {
 // that encoding/xml reads in a DASH output.
 func checkDASHHosts(t *testing.T, in, out []byte) {
 	t.Helper()
+	ids := representationIDsXML(out)
 	d := xml.NewDecoder(bytes.NewReader(out))
 	d.Strict = true
-	check := func(v string) {
+	check := func(v string, template bool) {
 		for {
 			i := strings.Index(v, marker)
 			if i < 0 {
@@ -174,6 +176,17 @@ func checkDASHHosts(t *testing.T, in, out []byte) {
 			}
 			if h, ok := foreignHost(v[:i-1]); ok {
 				t.Fatalf("DASH(%q) = %q: %q, on host %q, given the parameters", in, out, v[:i-1], h)
+			}
+			// A template's URIs are what the player makes of it with
+			// each Representation's id, put in as written.
+			for _, id := range ids {
+				if !template {
+					break
+				}
+				u := strings.ReplaceAll(v[:i-1], "$RepresentationID$", id)
+				if h, ok := foreignHost(u); ok {
+					t.Fatalf("DASH(%q) = %q: template %q with the id %q is %q, on host %q, given the parameters", in, out, v[:i-1], id, u, h)
+				}
 			}
 			v = v[i+len(marker):]
 		}
@@ -186,10 +199,31 @@ func checkDASHHosts(t *testing.T, in, out []byte) {
 		switch tok := tok.(type) {
 		case xml.StartElement:
 			for _, a := range tok.Attr {
-				check(a.Value)
+				check(a.Value, tok.Name.Local == "SegmentTemplate")
 			}
 		case xml.CharData:
-			check(strings.TrimSpace(string(tok)))
+			check(strings.TrimSpace(string(tok)), false)
+		}
+	}
+}
+
+// representationIDsXML are the id attributes of the Representation
+// elements encoding/xml reads in b.
+func representationIDsXML(b []byte) []string {
+	d := xml.NewDecoder(bytes.NewReader(b))
+	d.Strict = true
+	var ids []string
+	for {
+		tok, err := d.Token()
+		if err != nil {
+			return ids
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "Representation" {
+			for _, a := range se.Attr {
+				if a.Name.Local == "id" {
+					ids = append(ids, a.Value)
+				}
+			}
 		}
 	}
 }

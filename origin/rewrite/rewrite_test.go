@@ -179,6 +179,15 @@ func TestDASH(t *testing.T) {
 		{"namespace prefix, comment, CDATA and other attributes untouched",
 			`<mpd:MPD xmlns:mpd="urn:mpeg:dash:schema:mpd:2011"><!-- <SegmentURL media="c.m4s"/> --><mpd:SegmentURL media="a.m4s" mediaRange="0-1"/><x><![CDATA[<SegmentURL media="d.m4s"/>]]></x><Other media="b.m4s"/></mpd:MPD>`,
 			`<mpd:MPD xmlns:mpd="urn:mpeg:dash:schema:mpd:2011"><!-- <SegmentURL media="c.m4s"/> --><mpd:SegmentURL media="a.m4s?token=T" mediaRange="0-1"/><x><![CDATA[<SegmentURL media="d.m4s"/>]]></x><Other media="b.m4s"/></mpd:MPD>`, 1, 0},
+		{"a Representation@id that would take a template elsewhere: the template that begins with it is left",
+			`<MPD><Period><AdaptationSet><SegmentTemplate initialization="init-$RepresentationID$.m4s" media="$RepresentationID$/c-$Number$.m4s"/><Representation id="v1"/><Representation id="//evil.test"/></AdaptationSet></Period></MPD>`,
+			`<MPD><Period><AdaptationSet><SegmentTemplate initialization="init-$RepresentationID$.m4s?token=T" media="$RepresentationID$/c-$Number$.m4s"/><Representation id="v1"/><Representation id="//evil.test"/></AdaptationSet></Period></MPD>`, 1, 1},
+		{"a backslash authority and a scheme in an id (entities decoded) leave the templates they begin",
+			`<MPD><Representation id="&#92;&#92;evil.test"><SegmentTemplate media="$RepresentationID$/c.m4s"/></Representation><Representation id="x:y"><SegmentTemplate media="$RepresentationID$.m4s"/></Representation></MPD>`,
+			`<MPD><Representation id="&#92;&#92;evil.test"><SegmentTemplate media="$RepresentationID$/c.m4s"/></Representation><Representation id="x:y"><SegmentTemplate media="$RepresentationID$.m4s"/></Representation></MPD>`, 0, 2},
+		{"an id with a slash inside (Bento4's video/avc1) stays a path: signed",
+			`<MPD><Period><AdaptationSet><SegmentTemplate media="$RepresentationID$/seg-$Number$.m4s"/><Representation id="video/avc1"/></AdaptationSet></Period></MPD>`,
+			`<MPD><Period><AdaptationSet><SegmentTemplate media="$RepresentationID$/seg-$Number$.m4s?token=T"/><Representation id="video/avc1"/></AdaptationSet></Period></MPD>`, 1, 0},
 		{"on-demand: BaseURL of the file, RepresentationIndex",
 			`<MPD><Period><Representation><BaseURL>180p.mp4</BaseURL><SegmentBase indexRange="1-2"><RepresentationIndex sourceURL="180p.sidx"/></SegmentBase></Representation></Period></MPD>`,
 			`<MPD><Period><Representation><BaseURL>180p.mp4?token=T</BaseURL><SegmentBase indexRange="1-2"><RepresentationIndex sourceURL="180p.sidx?token=T"/></SegmentBase></Representation></Period></MPD>`, 2, 0},
@@ -229,7 +238,7 @@ func TestFillTemplate(t *testing.T) {
 		"a$b.m4s":  "a$b.m4s",
 		"plain":    "plain",
 	} {
-		if got := fillTemplate(in); got != want {
+		if got := fillTemplate(in, "0"); got != want {
 			t.Errorf("fillTemplate(%q) = %q, want %q", in, got, want)
 		}
 	}

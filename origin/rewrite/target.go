@@ -94,6 +94,11 @@ type run struct {
 	res  Result
 	pbuf []byte // Param's output for the URI at hand, reused
 	sbuf []byte // simplePath's scratch, reused
+	// ids are the document's Representation@id values a DASH template
+	// is checked with besides "0" (idsStayOurs); tooManyIDs: more than
+	// maxCheckedIDs of them, and every template that names one is left.
+	ids        []string
+	tooManyIDs bool
 }
 
 // appendURI appends raw, the URI as it is spelled in the document, with
