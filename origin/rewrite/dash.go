@@ -109,46 +109,19 @@ func (r *run) startTag(dst *[]byte, src []byte, base *url.URL) (n int, local str
 	attrs := uriAttrs[local]
 	*dst = append(*dst, src[:i]...)
 	for {
-		j := i
-		for j < len(src) && isSpace(src[j]) {
-			j++
-		}
-		if j >= len(src) {
-			return 0, "", false, ErrMalformed
-		}
+		j, attr, v0, v1, err := scanAttr(src, i)
 		switch {
-		case src[j] == '>':
+		case err != nil:
+			return 0, "", false, err
+		case attr == "" && src[j] == '>':
 			*dst = append(*dst, src[i:j+1]...)
 			return j + 1, local, false, nil
-		case src[j] == '/' && j+1 < len(src) && src[j+1] == '>':
+		case attr == "": // "/>"
 			*dst = append(*dst, src[i:j+2]...)
 			return j + 2, local, true, nil
 		}
-		// name S? '=' S? quoted value
-		k := j
-		for k < len(src) && !isSpace(src[k]) && src[k] != '=' && src[k] != '>' && src[k] != '/' {
-			k++
-		}
-		attr := string(src[j:k])
-		for k < len(src) && isSpace(src[k]) {
-			k++
-		}
-		if k >= len(src) || src[k] != '=' || k == j {
-			return 0, "", false, ErrMalformed
-		}
-		k++
-		for k < len(src) && isSpace(src[k]) {
-			k++
-		}
-		if k >= len(src) || (src[k] != '"' && src[k] != '\'') {
-			return 0, "", false, ErrMalformed
-		}
-		end := bytes.IndexByte(src[k+1:], src[k])
-		if end < 0 {
-			return 0, "", false, ErrMalformed
-		}
-		value := src[k+1 : k+1+end]
-		*dst = append(*dst, src[i:k+1]...)
+		value := src[v0:v1]
+		*dst = append(*dst, src[i:v0]...)
 		switch {
 		case !isURIAttr(attrs, attr):
 			*dst = append(*dst, value...)
@@ -161,9 +134,49 @@ func (r *run) startTag(dst *[]byte, src []byte, base *url.URL) (n int, local str
 			uri := []byte(fillTemplate(string(unescapeXML(value)), "0"))
 			*dst = r.appendURI(*dst, value, uri, base, xmlSep, KindTemplate)
 		}
-		*dst = append(*dst, src[k])
-		i = k + 1 + end + 1
+		*dst = append(*dst, src[v1])
+		i = v1 + 1
 	}
+}
+
+// scanAttr reads, from src[i] on, any space and then one attribute: name
+// S? '=' S? quoted value, the value being src[v0:v1] and its closing
+// quote src[v1]. Where the tag ends instead (">" or "/>" at src[j]) attr
+// is empty; anything else is ErrMalformed.
+func scanAttr(src []byte, i int) (j int, attr string, v0, v1 int, err error) {
+	j = i
+	for j < len(src) && isSpace(src[j]) {
+		j++
+	}
+	if j >= len(src) {
+		return 0, "", 0, 0, ErrMalformed
+	}
+	if src[j] == '>' || src[j] == '/' && j+1 < len(src) && src[j+1] == '>' {
+		return j, "", 0, 0, nil
+	}
+	k := j
+	for k < len(src) && !isSpace(src[k]) && src[k] != '=' && src[k] != '>' && src[k] != '/' {
+		k++
+	}
+	attr = string(src[j:k])
+	for k < len(src) && isSpace(src[k]) {
+		k++
+	}
+	if k >= len(src) || src[k] != '=' || attr == "" {
+		return 0, "", 0, 0, ErrMalformed
+	}
+	k++
+	for k < len(src) && isSpace(src[k]) {
+		k++
+	}
+	if k >= len(src) || (src[k] != '"' && src[k] != '\'') {
+		return 0, "", 0, 0, ErrMalformed
+	}
+	end := bytes.IndexByte(src[k+1:], src[k])
+	if end < 0 {
+		return 0, "", 0, 0, ErrMalformed
+	}
+	return j, attr, k + 1, k + 1 + end, nil
 }
 
 func isURIAttr(attrs []string, name string) bool {
@@ -281,11 +294,12 @@ func representationIDs(src []byte) (ids []string, tooMany bool) {
 			continue
 		}
 		for {
-			attr, value, rest, ok := nextAttr(src)
-			if !ok {
+			_, attr, v0, v1, err := scanAttr(src, 0)
+			if err != nil || attr == "" {
 				break
 			}
-			src = rest
+			value := src[v0:v1]
+			src = src[v1+1:]
 			id := string(unescapeXML(value))
 			if attr != "id" || unreserved(id) || slices.Contains(ids, id) {
 				continue
@@ -327,41 +341,6 @@ func (r *run) idsStayOurs(tmpl string, base *url.URL) bool {
 		}
 	}
 	return true
-}
-
-// nextAttr reads one attribute (name S? '=' S? quoted value) at the start
-// of src, after any space; ok false at the tag's end or malformed markup.
-func nextAttr(src []byte) (name string, value, rest []byte, ok bool) {
-	j := 0
-	for j < len(src) && isSpace(src[j]) {
-		j++
-	}
-	k := j
-	for k < len(src) && !isSpace(src[k]) && src[k] != '=' && src[k] != '>' && src[k] != '/' {
-		k++
-	}
-	if k == j {
-		return "", nil, src, false
-	}
-	name = string(src[j:k])
-	for k < len(src) && isSpace(src[k]) {
-		k++
-	}
-	if k >= len(src) || src[k] != '=' {
-		return "", nil, src, false
-	}
-	k++
-	for k < len(src) && isSpace(src[k]) {
-		k++
-	}
-	if k >= len(src) || (src[k] != '"' && src[k] != '\'') {
-		return "", nil, src, false
-	}
-	end := bytes.IndexByte(src[k+1:], src[k])
-	if end < 0 {
-		return "", nil, src, false
-	}
-	return name, src[k+1 : k+1+end], src[k+1+end+1:], true
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
