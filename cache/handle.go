@@ -51,6 +51,7 @@ type Handle struct {
 
 	content atomic.Pointer[Content] // the caller's validator of these bytes, once known (SetContent)
 	encoded atomic.Pointer[Encoded] // the caller's coding of these bytes, once made (SetEncoded)
+	settled atomic.Int64            // the caller's SetSettled: when these bytes were last found final
 	owner   *Cache                  // the cache that opened it: the budget Encoded bytes count against
 
 	inlineBytes *atomic.Int64 // the owning cache's inline byte level, when Bytes != nil
@@ -86,6 +87,15 @@ func (h *Handle) Content() *Content { return h.content.Load() }
 // sees it). The caller computes c from this Handle's descriptor, so it
 // describes the same version as Size and ModTime; the first one set stays.
 func (h *Handle) SetContent(c *Content) { h.content.CompareAndSwap(nil, c) }
+
+// Settled returns the time SetSettled last recorded for this Handle, or 0.
+func (h *Handle) Settled() int64 { return h.settled.Load() }
+
+// SetSettled records that the caller found these bytes final at at (Unix
+// nanoseconds, the caller's clock): no writer had the file open and it
+// was still as opened. Every holder of the same Handle sees it; the
+// cache never reads it.
+func (h *Handle) SetSettled(at int64) { h.settled.Store(at) }
 
 // Retain adds a reference for a holder that outlives its lender (a job
 // that goes on after the request that queued it stopped waiting); false

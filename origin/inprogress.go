@@ -68,11 +68,13 @@ type publisher struct {
 	log      *slog.Logger
 	loggable func(string) string
 	logged   inProgressLog // files in progress, once per file
+
+	ask func(*cache.Handle) (closed, known bool) // closedAsOpened; a test counts the questions
 }
 
 func newPublisher(cfg Config, count *atomic.Int64, drop func(string), loggable func(string) string) *publisher {
 	p := &publisher{rule: publish.Rule{Settle: cfg.Settle}, answer: cfg.InProgress, now: cfg.Now,
-		drop: drop, count: count, log: cfg.Logger, loggable: loggable}
+		drop: drop, count: count, log: cfg.Logger, loggable: loggable, ask: closedAsOpened}
 	p.logged.limit.Every, p.logged.limit.Now = 10*time.Second, cfg.Now
 	return p
 }
@@ -108,19 +110,52 @@ func (pb *publisher) noteWrite(name string) {
 // not finished. Where the kernel cannot tell (NFS, FUSE, a file this
 // process may not lease), the rule alone decides.
 func (pb *publisher) inProgress(h *cache.Handle, changed int64, opened bool) bool {
+	return pb.writing(h, changed, opened, false)
+}
+
+// writing reports whether h, which last changed at changed, may still be
+// being written (inProgress). held: the request waited for it to be
+// written (a hinted part), so the kernel is asked about writers even
+// where the settle rule alone would publish it (-settle 0).
+func (pb *publisher) writing(h *cache.Handle, changed int64, opened, held bool) bool {
 	now := pb.now().UnixNano()
 	f := publish.File{ModTime: h.ModTime.UnixNano(), Ctime: changed}
-	if !pb.rule.InProgress(f, pb.writes.Seen(h.Name, now, pb.rule.Settle), now) {
-		if !opened || pb.rule.Settle <= 0 {
-			return false
-		}
-		closed, known := closedAsOpened(h)
-		return known && !closed
+	seen := pb.writes.Seen(h.Name, now, pb.rule.Settle)
+	rule := pb.rule.InProgress(f, seen, now)
+	if !rule && !held && (!opened || pb.rule.Settle <= 0) {
+		return false
 	}
-	if closed, known := closedAsOpened(h); known {
-		return !closed
+	closed, known := pb.final(h, seen, now)
+	if rule && !known {
+		return true // the kernel cannot tell: the rule decides
 	}
-	return true
+	return known && !closed
+}
+
+// finalFor is how long the kernel's word that a handle's file is final
+// (closedAsOpened) stands for the requests that follow: a part published
+// just now, which every player then fetches at once (500 requests within
+// a few milliseconds), costs two fcntl and an fstat once a millisecond,
+// not once a request. A writer that opens the file again is seen within
+// it, about as late as by a request that asked the kernel just before
+// the open and is still sending.
+const finalFor = time.Millisecond
+
+// final is closedAsOpened, whose "closed, as opened" is kept with the
+// handle (cache.Handle.SetSettled) and stands for finalFor, unless the
+// watcher noted a write of the name after it (seen: the last write it
+// saw, if lately).
+func (pb *publisher) final(h *cache.Handle, seen, now int64) (closed, known bool) {
+	if at := h.Settled(); at != 0 && seen < at && now >= at && now-at < int64(finalFor) {
+		return true, true
+	}
+	closed, known = pb.ask(h)
+	if closed {
+		h.SetSettled(now)
+	} else {
+		h.SetSettled(0) // a writer now: what was kept no longer stands
+	}
+	return closed, known
 }
 
 // closedAsOpened asks the kernel whether no process holds h's file open
@@ -136,21 +171,6 @@ func closedAsOpened(h *cache.Handle) (closed, known bool) {
 	}
 	fi, err := h.File.Stat()
 	return err == nil && fi.Size() == h.Size && fi.ModTime().Equal(h.ModTime), true
-}
-
-// writing reports whether h, which last changed at changed, may still be
-// being written (inProgress). held: the request waited for it to be
-// written (a hinted part), so the kernel is asked about writers even
-// where the settle rule alone would publish it (-settle 0).
-func (pb *publisher) writing(h *cache.Handle, changed int64, opened, held bool) bool {
-	if pb.inProgress(h, changed, opened) {
-		return true
-	}
-	if !held {
-		return false
-	}
-	closed, known := closedAsOpened(h)
-	return known && !closed
 }
 
 // held is stepPublish's for a file in progress that a request waits for
