@@ -73,7 +73,7 @@ for name in "${names[@]}"; do
   mkdir -p "$root"
   admin=$(lt_free_port)
   alog=$LT_WORK/$name-access.log
-  SEGORIGIN_FLAGS="$FLAGS -admin-listen 127.0.0.1:$admin -admin-pprof -access-log $alog -access-log-format json" # lt_start's, never exported
+  SEGORIGIN_FLAGS="$FLAGS -admin-listen 127.0.0.1:$admin -admin-pprof -access-log $alog -access-log-format json -access-log-buffer 65536" # lt_start's, never exported
   lt_start "$name" "$BIN" "$root" "$LT_WORK/$name"
   pid=$LT_PID
   lt_wait_port "$admin" || lt_die "$name: the admin listener did not open"

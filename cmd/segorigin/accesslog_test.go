@@ -153,3 +153,57 @@ func TestAccessLogRotateAndGoAccess(t *testing.T) {
 			r.General.Total, r.General.Valid, r.General.Failed, want, want, all)
 	}
 }
+
+// TestAccessLogBuffered: with -access-log-buffer and no -access-log-flush,
+// the binary's lines wait in memory: none is in the file while the
+// buffer has room; SIGUSR1 writes them to the file logrotate moved
+// before it reopens; exit writes the rest. With -access-log-flush, a
+// line reaches the file by itself.
+func TestAccessLogBuffered(t *testing.T) {
+	bin := testproc.Build(t, "./cmd/segorigin")
+	root, dir := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(root, "seg1.ts"), []byte("0123456789abcdef"), 0o644)
+	lines := func(name string) int {
+		b, _ := os.ReadFile(name)
+		return strings.Count(string(b), "\n")
+	}
+	get := func(p *testproc.Proc, n int) {
+		t.Helper()
+		for range n {
+			resp, err := http.Get("http://" + p.Addr("http") + "/seg1.ts")
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("GET /seg1.ts: %d", resp.StatusCode)
+			}
+		}
+	}
+
+	log := filepath.Join(dir, "access.log")
+	p := start(t, bin, "-listen", "127.0.0.1:0", "-root", root, "-settle", "0", "-access-log", log,
+		"-access-log-buffer", "1048576", "-access-log-flush", "0")
+	get(p, 5)
+	if got := lines(log); got != 0 {
+		t.Fatalf("5 lines in a buffer of 1 MiB with no flush time: %d in the file, want 0 until a signal or exit", got)
+	}
+	if err := os.Rename(log, log+".1"); err != nil {
+		t.Fatal(err)
+	}
+	p.Signal(syscall.SIGUSR1)
+	testwait.For(t, 5*time.Second, "the 5 buffered lines in the moved file after SIGUSR1", func() bool { return lines(log+".1") == 5 })
+	get(p, 3)
+	p.Stop(t)
+	if got, gotOld := lines(log), lines(log+".1"); got != 3 || gotOld != 5 {
+		t.Fatalf("after exit: access.log holds %d lines (want 3), access.log.1 %d (want 5)", got, gotOld)
+	}
+
+	flushed := filepath.Join(dir, "flushed.log")
+	p = start(t, bin, "-listen", "127.0.0.1:0", "-root", root, "-settle", "0", "-access-log", flushed,
+		"-access-log-buffer", "1048576", "-access-log-flush", "20ms")
+	get(p, 2)
+	testwait.For(t, 5*time.Second, "2 lines written by -access-log-flush", func() bool { return lines(flushed) == 2 })
+	p.Stop(t)
+}

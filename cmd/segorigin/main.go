@@ -68,12 +68,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	opts.cfg.Logger, opts.cfg.Build = logger, origin.BuildInfo(build)
-	alog, err := openAccessLog(opts.accessLog)
+	alog, err := openAccessLog(opts.accessLog, opts.accessLogBuffer)
 	if err != nil {
 		return err
 	}
 	if alog != nil {
-		defer alog.Close()
+		defer func() {
+			if err := alog.Close(); err != nil {
+				logger.Error("access log: the last lines were not written", "path", alog.Path(), "err", err)
+			}
+		}()
 		opts.cfg.AccessLog = alog
 	}
 	reserveLoopP(&opts.cfg, opts.tlsListen != "")
@@ -294,12 +298,13 @@ func logLimits(l *slog.Logger, cacheFiles int) {
 }
 
 // openAccessLog opens -access-log: "" none (nil), "-" standard output,
-// else a file appended to and reopened on SIGUSR1 and SIGHUP.
-func openAccessLog(path string) (*accesslog.File, error) {
+// else a file appended to and reopened on SIGUSR1 and SIGHUP; its lines
+// buffered as b says (-access-log-buffer, -access-log-flush).
+func openAccessLog(path string, b accesslog.Buffer) (*accesslog.File, error) {
 	if path == "" {
 		return nil, nil
 	}
-	f, err := accesslog.Open(path)
+	f, err := accesslog.OpenBuffered(path, b)
 	if err != nil {
 		return nil, fmt.Errorf("-access-log: %w", err)
 	}

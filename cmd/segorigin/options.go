@@ -26,6 +26,7 @@ type options struct {
 	adminListen     string
 	accessLog       string
 	accessLogFormat string // parsed into cfg.AccessLogFormat
+	accessLogBuffer accesslog.Buffer
 	logLevel        string
 	version         bool
 
@@ -44,6 +45,7 @@ func defaultOptions() *options {
 		drain:           30 * time.Second,
 		logFormat:       "text",
 		accessLogFormat: "combined",
+		accessLogBuffer: accesslog.Buffer{Flush: time.Second},
 		logLevel:        "info",
 	}
 }
@@ -128,6 +130,12 @@ func (o *options) logSection() schema.Section {
 		{Name: "access-log-format", Ptr: &o.accessLogFormat,
 			Usage: "access log format: combined (nginx/Apache, for GoAccess and log tools) or json (one object a line); independent of -log-format",
 			Doc:   "`combined` (nginx/Apache, read as is by GoAccess) or `json` (one object a line); independent of `-log-format`"},
+		{Name: "access-log-buffer", Ptr: &o.accessLogBuffer.Size,
+			Usage: "gather access log lines in a buffer of this many bytes and write them together (nginx's access_log buffer=); 0: a write per line",
+			Doc:   "bytes of access log lines gathered in memory and written together, when the next line would not fit, after `-access-log-flush`, on SIGUSR1/SIGHUP and at exit (nginx's `access_log ... buffer=`): a busy server makes one write per buffer instead of one per response. 0: a write per line. Lines still in the buffer are lost if the process is killed"},
+		{Name: "access-log-flush", Ptr: &o.accessLogBuffer.Flush,
+			Usage: "with -access-log-buffer, the longest a line waits before it is written (nginx's flush=); 0: until the buffer fills",
+			Doc:   "with `-access-log-buffer`, the longest a line waits in the buffer (nginx's `flush=`); 0: until the buffer fills"},
 		{Name: "log-format", Ptr: &o.logFormat,
 			Usage: "log format: text or json",
 			Doc:   "process log (standard error): `text` or `json`"},
@@ -137,11 +145,15 @@ func (o *options) logSection() schema.Section {
 	}}
 }
 
-// parseAccessLogFormat derives cfg.AccessLogFormat from -access-log-format.
+// parseAccessLogFormat derives cfg.AccessLogFormat from -access-log-format,
+// and checks the access log's buffer.
 func (o *options) parseAccessLogFormat() error {
 	var err error
 	if o.cfg.AccessLogFormat, err = accesslog.ParseFormat(o.accessLogFormat); err != nil {
 		return fmt.Errorf("-access-log-format: %w", err)
+	}
+	if b := o.accessLogBuffer; b.Size < 0 || b.Flush < 0 {
+		return fmt.Errorf("-access-log-buffer %d, -access-log-flush %v: want >= 0", b.Size, b.Flush)
 	}
 	return nil
 }

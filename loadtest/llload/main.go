@@ -146,7 +146,9 @@ func run(ctx context.Context, cfg config) (result, error) {
 	stopPub()
 	pub.Wait()
 	if cfg.accessLog != "" && err == nil {
-		res.served, err = serverDelays(cfg.accessLog, feeds, w)
+		if err = flushAccessLog(ctx, cfg.pid, cfg.accessLog); err == nil {
+			res.served, err = serverDelays(cfg.accessLog, feeds, w)
+		}
 	}
 	close(errs)
 	if perr := <-errs; perr != nil && err == nil {

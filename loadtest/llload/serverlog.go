@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
+	"syscall"
 	"time"
 )
 
@@ -19,6 +21,41 @@ type logLine struct {
 	Query    string  `json:"query"`
 	Status   int     `json:"status"`
 	Duration float64 `json:"duration"` // seconds, to the last body byte handed to the kernel
+}
+
+// flushAccessLog has the server write out the access log lines it may
+// hold in a buffer (-access-log-buffer): SIGUSR1 to pid, which reopens
+// the log at the same path after writing them; then it waits until the
+// file at path has not grown for 300 ms (at most 10 s). pid 0: the log
+// is read as it is.
+func flushAccessLog(ctx context.Context, pid int, path string) error {
+	if pid == 0 {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+		return fmt.Errorf("llload: SIGUSR1 to %d, to write out its access log: %w", pid, err)
+	}
+	const poll, still = 50 * time.Millisecond, 6 // 300 ms without growth
+	last, same := int64(-1), 0
+	for range 10 * time.Second / poll {
+		fi, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		if fi.Size() == last {
+			if same++; same == still {
+				return nil
+			}
+		} else {
+			last, same = fi.Size(), 0
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+	return fmt.Errorf("llload: %s still growing 10 s after the run", path)
 }
 
 // serverDelays reads the server's JSON access log at path and returns,

@@ -153,11 +153,19 @@ func TestFileReopen(t *testing.T) {
 }
 
 // TestFileReopenConcurrent: writers racing with Reopen lose no line and
-// split none (run with -race).
+// split none (run with -race), written a line at a time or buffered (a
+// buffer that fills every few lines, and a flush timer that races with
+// both).
 func TestFileReopenConcurrent(t *testing.T) {
+	for name, b := range map[string]Buffer{"unbuffered": {}, "buffered": {Size: 64, Flush: time.Millisecond}} {
+		t.Run(name, func(t *testing.T) { reopenConcurrent(t, b) })
+	}
+}
+
+func reopenConcurrent(t *testing.T, b Buffer) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "access.log")
-	f, err := Open(path)
+	f, err := OpenBuffered(path, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +191,9 @@ func TestFileReopenConcurrent(t *testing.T) {
 	}
 	for w := 0; w < writers; w++ {
 		<-done
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
 	}
 	total := 0
 	names, _ := filepath.Glob(path + "*")

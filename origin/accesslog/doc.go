@@ -14,12 +14,15 @@
 //
 // and [File], an append-only log file that Reopen re-opens by name, so
 // that logrotate can move it away and signal the process (nginx's
-// convention: USR1).
+// convention: USR1), written a line at a time or, with a [Buffer],
+// many lines at once (nginx's buffer= and flush=).
 //
 // Every field a client chooses is cut to a fixed size after escaping
 // (limits.go), so that a combined line stays within [MaxCombinedLine] and a
 // JSON line within [MaxJSONLine] whatever the request.
 //
 // It never redacts (the caller hands it text already cleaned of tokens),
-// never reads the clock or a request, and formats without allocating.
+// never reads a request, and formats without allocating. Its one use of
+// the clock is a buffered File's flush timer, armed only while lines
+// wait, so an idle server's log costs nothing.
 package accesslog
