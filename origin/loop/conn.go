@@ -82,7 +82,20 @@ func (c *Conn) Park() { park(c, 0) }
 // Closed. As nginx treats a client's FIN while a request waits on its
 // upstream (ngx_http_test_reading), a half-close counts as gone: an
 // HTTP/1.1 client that still wants its answer keeps its side open.
-func (c *Conn) ParkUntilGone() { park(c, unix.EPOLLRDHUP) }
+//
+// A connection that was waiting to read keeps its registration: the
+// client's FIN makes it readable too, and only when it is (the client
+// left, or sent more) does the loop switch it to EPOLLRDHUP alone
+// (event). A blocking reload answered without the client doing either,
+// the common case, then costs no epoll_ctl to park and none to read again
+// after its answer, where switching at once cost two.
+func (c *Conn) ParkUntilGone() {
+	if c.events == unix.EPOLLIN {
+		park(c, unix.EPOLLIN)
+		return
+	}
+	park(c, unix.EPOLLRDHUP)
+}
 
 // park is Park, watching c for ev meanwhile (0: errors and hang-ups
 // only). A function, not a method: Conn's methods are its API.

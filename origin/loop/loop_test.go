@@ -86,6 +86,22 @@ func (h *lineHandler) Data(c *loop.Conn, in []byte, full bool) int {
 	case "hold":
 		c.ParkUntilGone()
 		return i + 1
+	case "holdpost": // a blocking reload: held until gone, answered a moment later
+		c.ParkUntilGone()
+		h.pending.Add(1)
+		go func() {
+			defer h.pending.Done()
+			time.Sleep(time.Duration(a) * time.Millisecond)
+			c.Post(func() {
+				if c.Closed() {
+					return
+				}
+				r.resp.Parts = []loop.Part{{Mem: []byte("held\n")}}
+				c.Send(&r.resp)
+				c.Continue()
+			})
+		}()
+		return i + 1
 	case "close":
 		r.resp.Parts = []loop.Part{{Mem: []byte("bye\n")}}
 		r.resp.Close = true
@@ -272,6 +288,41 @@ func TestParkUntilGone(t *testing.T) {
 	testwait.For(t, 5*time.Second, "Closed for the client that left", func() bool { return h.closed.Load() == 1 })
 	conns[1].Close()
 	testwait.For(t, 5*time.Second, "Closed for the second", func() bool { return h.closed.Load() == 2 })
+}
+
+// TestParkUntilGoneAnswered: a request parked until its client leaves
+// and then answered leaves the connection serving: the next request is
+// read and answered, and so is one the client sent while the first was
+// held (it is not taken for the client leaving), in order.
+func TestParkUntilGoneAnswered(t *testing.T) {
+	h := &lineHandler{}
+	addr, _ := startLoop(t, h, nil)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(c)
+	expect := func(want string) {
+		t.Helper()
+		got := make([]byte, len(want))
+		if _, err := io.ReadFull(br, got); err != nil || string(got) != want {
+			t.Fatalf("read %q, %v; want %q", got, err, want)
+		}
+	}
+	fmt.Fprint(c, "holdpost 20\n")
+	expect("held\n")
+	fmt.Fprint(c, "mem 3\n")
+	expect("mmm")
+	fmt.Fprint(c, "holdpost 50\n")
+	time.Sleep(10 * time.Millisecond) // parked by now, most likely
+	fmt.Fprint(c, "mem 2\n")
+	expect("held\n")
+	expect("mm")
+	if n := h.closed.Load(); n != 0 {
+		t.Fatalf("Closed ran %d times with the client still there", n)
+	}
 }
 
 // TestDrain: Shutdown closes idle connections at once and lets a response
