@@ -20,8 +20,9 @@ type Conn struct {
 	l      *loop
 	in     []byte    // buffered request bytes; nil while idle
 	resp   *Response // the response in flight
-	events uint32    // the epoll events registered (EPOLLIN reading or idle, EPOLLOUT writing, none parked)
+	events uint32    // the epoll events registered (EPOLLIN reading or idle, EPOLLOUT writing; parked, see park)
 	parked bool      // the Handler answers from elsewhere (Park, then Send from Post)
+	parkEv uint32    // parked with EPOLLIN kept: what to watch once c is readable (park)
 	closed bool
 	// closeAfter: close once the response in flight is sent.
 	closeAfter bool
@@ -82,28 +83,27 @@ func (c *Conn) Park() { park(c, 0) }
 // Closed. As nginx treats a client's FIN while a request waits on its
 // upstream (ngx_http_test_reading), a half-close counts as gone: an
 // HTTP/1.1 client that still wants its answer keeps its side open.
-//
-// A connection that was waiting to read keeps its registration: the
-// client's FIN makes it readable too, and only when it is (the client
-// left, or sent more) does the loop switch it to EPOLLRDHUP alone
-// (event). A blocking reload answered without the client doing either,
-// the common case, then costs no epoll_ctl to park and none to read again
-// after its answer, where switching at once cost two.
-func (c *Conn) ParkUntilGone() {
-	if c.events == unix.EPOLLIN {
-		park(c, unix.EPOLLIN)
-		return
-	}
-	park(c, unix.EPOLLRDHUP)
-}
+func (c *Conn) ParkUntilGone() { park(c, unix.EPOLLRDHUP) }
 
 // park is Park, watching c for ev meanwhile (0: errors and hang-ups
 // only). A function, not a method: Conn's methods are its API.
+//
+// A connection that was waiting to read keeps its registration: until
+// the client sends more or leaves (its FIN makes it readable too),
+// EPOLLIN reports nothing, and only then does the loop switch to ev
+// (event). A parked request answered without the client doing either,
+// the common case (a blocking reload, an open offloaded to a
+// goroutine), then costs no epoll_ctl to park and none to read again
+// after its answer, where switching at once cost two.
 func park(c *Conn, ev uint32) {
 	c.parked = true
 	c.l.handedOff = true
 	if c.list != nil {
 		c.list.remove(c)
+	}
+	if c.events == unix.EPOLLIN && ev != unix.EPOLLIN {
+		c.parkEv = ev
+		return
 	}
 	c.setEvents(ev)
 }

@@ -358,11 +358,11 @@ func (l *loop) event(c *Conn, ev uint32) {
 		// The client left while its request was parked (ParkUntilGone).
 		l.close(c)
 	case c.parked && ev&unix.EPOLLIN != 0:
-		// Parked until gone with EPOLLIN kept (ParkUntilGone): the
-		// client left or sent more. Watch for its FIN alone from now:
-		// what it sent waits for the parked response, and a FIN shows
-		// as EPOLLRDHUP at the next wait.
-		c.setEvents(unix.EPOLLRDHUP)
+		// Parked with EPOLLIN kept (park): the client left or sent
+		// more. Watch for what the park asked from now (ParkUntilGone:
+		// a FIN, which shows as EPOLLRDHUP at the next wait); what it
+		// sent waits for the parked response.
+		c.setEvents(c.parkEv)
 	case ev&unix.EPOLLOUT != 0 && c.wordWait:
 		l.closeAfterResponse(c) // room for its ConnIO's last words now
 	case ev&unix.EPOLLOUT != 0 && c.resp != nil:
