@@ -52,6 +52,7 @@ type Handle struct {
 	content atomic.Pointer[Content] // the caller's validator of these bytes, once known (SetContent)
 	encoded atomic.Pointer[Encoded] // the caller's coding of these bytes, once made (SetEncoded)
 	settled atomic.Int64            // the caller's SetSettled: when these bytes were last found final
+	parsed  atomic.Value            // the caller's parse of these bytes, once made (SetParsed)
 	owner   *Cache                  // the cache that opened it: the budget Encoded bytes count against
 
 	inlineBytes *atomic.Int64 // the owning cache's inline byte level, when Bytes != nil
@@ -87,6 +88,15 @@ func (h *Handle) Content() *Content { return h.content.Load() }
 // sees it). The caller computes c from this Handle's descriptor, so it
 // describes the same version as Size and ModTime; the first one set stays.
 func (h *Handle) SetContent(c *Content) { h.content.CompareAndSwap(nil, c) }
+
+// Parsed returns what SetParsed kept with this Handle, or nil.
+func (h *Handle) Parsed() any { return h.parsed.Load() }
+
+// SetParsed keeps v, the caller's parse of this Handle's bytes (a
+// playlist's), with it: every holder of the same Handle finds it without
+// a lookup of its own. The first one set stays; v must not be nil and
+// is always of one type.
+func (h *Handle) SetParsed(v any) { h.parsed.CompareAndSwap(nil, v) }
 
 // Settled returns the time SetSettled last recorded for this Handle, or 0.
 func (h *Handle) Settled() int64 { return h.settled.Load() }

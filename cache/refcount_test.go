@@ -252,3 +252,33 @@ func TestDoubleReleaseBecomesMiss(t *testing.T) {
 	}()
 	h.Release()
 }
+
+// TestHandleKeepsCallerValues: what a caller keeps with a Handle (its
+// parse, the time it found the bytes final) is seen by every holder of
+// the same Handle and by none of a new version's; the first parse set
+// stays.
+func TestHandleKeepsCallerValues(t *testing.T) {
+	f := newFixture(t, map[string]string{"live.m3u8": "#EXTM3U\n"})
+	c := newCache(t, f.config(4))
+	h := acquire(t, c, "live.m3u8")
+	defer h.Release()
+	if h.Parsed() != nil || h.Settled() != 0 {
+		t.Fatalf("a new Handle: Parsed %v, Settled %d; want nil, 0", h.Parsed(), h.Settled())
+	}
+	first, second := new(int), new(int)
+	h.SetParsed(first)
+	h.SetParsed(second)
+	h.SetSettled(42)
+	same := acquire(t, c, "live.m3u8")
+	defer same.Release()
+	if same.Parsed() != first || same.Settled() != 42 {
+		t.Errorf("another holder: Parsed %p, Settled %d; want the first parse %p, 42", same.Parsed(), same.Settled(), first)
+	}
+	f.replace("live.m3u8", "#EXTM3U\n#EXT-X-VERSION:9\n", time.Unix(1_700_000_100, 0))
+	c.Invalidate("live.m3u8")
+	next := acquire(t, c, "live.m3u8")
+	defer next.Release()
+	if next.Parsed() != nil || next.Settled() != 0 {
+		t.Errorf("the next version's Handle: Parsed %v, Settled %d; want nil, 0", next.Parsed(), next.Settled())
+	}
+}

@@ -219,7 +219,13 @@ func (lv *liveSteps) liveVersion(ctx *fasthttp.RequestCtx, p *plan) (*liveVersio
 // A version that is no media playlist is kept too, unread, so that it is
 // not read again.
 func (lv *liveSteps) readVersion(h *cache.Handle, noBlock bool) (v *liveVersion, suspend bool, err error) {
+	// Kept with the handle too: every request for a playlist asks, and
+	// the handle answers without the lock every loop would share.
+	if v, ok := h.Parsed().(*liveVersion); ok {
+		return v, false, nil
+	}
 	if v := lv.live.version(h); v != nil {
+		h.SetParsed(v)
 		return v, false, nil
 	}
 	if h.Size > liveMaxPlaylist {
@@ -240,6 +246,7 @@ func (lv *liveSteps) readVersion(h *cache.Handle, noBlock bool) (v *liveVersion,
 		v.body, v.unread = nil, err != nil
 	}
 	lv.live.store(h.Name, v)
+	h.SetParsed(v)
 	return v, false, nil
 }
 
