@@ -75,34 +75,10 @@ func BuildInitramfs(ctx context.Context, out string, k *Kernel, files []Initramf
 	if err := checkStatic(busybox); err != nil {
 		return fmt.Errorf("%w: the initramfs has no libc (install busybox-static)", err)
 	}
-	all := []InitramfsFile{
-		{Path: "/bin/busybox", Src: busybox, Mode: 0o755},
-		{Path: "/init", Data: []byte(initScript), Mode: 0o755},
-	}
-	var order []string
-	tls := ""
-	for _, m := range k.Modules {
-		if modName(m) == "tls" {
-			tls = m
-			continue
-		}
-		all = append(all, InitramfsFile{Path: "/modules/" + filepath.Base(m), Src: m, Mode: 0o644})
-		order = append(order, filepath.Base(m))
-	}
-	if tls == "" {
-		return fmt.Errorf("kernel %s: no tls module among %v", k.Package, k.Modules)
-	}
-	release, err := moduleRelease(tls)
+	all, err := initramfsFiles(busybox, k)
 	if err != nil {
 		return err
 	}
-	// tls's own dependencies, if any, precede it in the load order and
-	// are loaded by /init: modules.dep need not name them.
-	lib := "/lib/modules/" + release + "/"
-	all = append(all,
-		InitramfsFile{Path: "/modules.order", Data: []byte(strings.Join(order, "\n") + "\n"), Mode: 0o644},
-		InitramfsFile{Path: lib + "kernel/net/tls/tls.ko", Src: tls, Mode: 0o644},
-		InitramfsFile{Path: lib + "modules.dep", Data: []byte("kernel/net/tls/tls.ko:\n"), Mode: 0o644})
 	all = append(all, files...)
 
 	stage, err := os.MkdirTemp(filepath.Dir(out), ".initramfs-")
@@ -116,32 +92,8 @@ func BuildInitramfs(ctx context.Context, out string, k *Kernel, files []Initramf
 			return err
 		}
 	}
-	dirs := map[string]bool{}
-	for _, f := range all {
-		rel := strings.TrimPrefix(filepath.Clean(f.Path), "/")
-		for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
-			dirs[d] = true
-		}
-		dst := filepath.Join(stage, rel)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		data := f.Data
-		if f.Src != "" {
-			if data, err = os.ReadFile(f.Src); err != nil {
-				return err
-			}
-		}
-		if err := os.WriteFile(dst, data, f.Mode); err != nil {
-			return err
-		}
-		if err := os.Chmod(dst, f.Mode); err != nil { // the umask may have narrowed it
-			return err
-		}
-		names = append(names, rel)
-	}
-	for d := range dirs {
-		names = append(names, d)
+	if names, err = stageFiles(stage, all, names); err != nil {
+		return err
 	}
 	sort.Strings(names) // a directory before what it holds
 
@@ -157,6 +109,74 @@ func BuildInitramfs(ctx context.Context, out string, k *Kernel, files []Initramf
 		return fmt.Errorf("busybox cpio: %v: %s", err, stderr.Bytes())
 	}
 	return o.Close()
+}
+
+// initramfsFiles: busybox, /init, k's modules but tls in /modules with
+// their load order, and tls where modprobe finds it, with a modules.dep.
+func initramfsFiles(busybox string, k *Kernel) ([]InitramfsFile, error) {
+	all := []InitramfsFile{
+		{Path: "/bin/busybox", Src: busybox, Mode: 0o755},
+		{Path: "/init", Data: []byte(initScript), Mode: 0o755},
+	}
+	var order []string
+	tls := ""
+	for _, m := range k.Modules {
+		if modName(m) == "tls" {
+			tls = m
+			continue
+		}
+		all = append(all, InitramfsFile{Path: "/modules/" + filepath.Base(m), Src: m, Mode: 0o644})
+		order = append(order, filepath.Base(m))
+	}
+	if tls == "" {
+		return nil, fmt.Errorf("kernel %s: no tls module among %v", k.Package, k.Modules)
+	}
+	release, err := moduleRelease(tls)
+	if err != nil {
+		return nil, err
+	}
+	// tls's own dependencies, if any, precede it in the load order and
+	// are loaded by /init: modules.dep need not name them.
+	lib := "/lib/modules/" + release + "/"
+	all = append(all,
+		InitramfsFile{Path: "/modules.order", Data: []byte(strings.Join(order, "\n") + "\n"), Mode: 0o644},
+		InitramfsFile{Path: lib + "kernel/net/tls/tls.ko", Src: tls, Mode: 0o644},
+		InitramfsFile{Path: lib + "modules.dep", Data: []byte("kernel/net/tls/tls.ko:\n"), Mode: 0o644})
+	return all, nil
+}
+
+// stageFiles writes all under stage and returns names with each file's
+// path and each directory above it, relative to stage.
+func stageFiles(stage string, all []InitramfsFile, names []string) ([]string, error) {
+	dirs := map[string]bool{}
+	for _, f := range all {
+		rel := strings.TrimPrefix(filepath.Clean(f.Path), "/")
+		for d := filepath.Dir(rel); d != "."; d = filepath.Dir(d) {
+			dirs[d] = true
+		}
+		dst := filepath.Join(stage, rel)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return nil, err
+		}
+		data := f.Data
+		if f.Src != "" {
+			var err error
+			if data, err = os.ReadFile(f.Src); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.WriteFile(dst, data, f.Mode); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(dst, f.Mode); err != nil { // the umask may have narrowed it
+			return nil, err
+		}
+		names = append(names, rel)
+	}
+	for d := range dirs {
+		names = append(names, d)
+	}
+	return names, nil
 }
 
 // checkStatic: the executable at p asks for no dynamic loader.

@@ -142,7 +142,7 @@ func (r *runState) keepAliveSteps() []step {
 			return wantRange(resp, body, seg, sp)
 		}
 	}
-	return []step{
+	steps := []step{
 		{"full", func(cn *conn) error {
 			resp, body, err := cn.do("GET", "/seg.m4s")
 			if err != nil {
@@ -169,6 +169,21 @@ func (r *runState) keepAliveSteps() []step {
 			}
 			return wantMultipart(resp, body, seg, []span{{0, 99}, {16380, 16390}, {32760, 49160}, {65535, 65536}, {size - 10, size - 1}})
 		}},
+	}
+	steps = append(steps, statusSteps(size, &etag)...)
+	return append(steps, step{"playlist", func(cn *conn) error {
+		resp, body, err := cn.do("GET", "/play.m3u8")
+		if err != nil {
+			return err
+		}
+		return wantFull(resp, body, play)
+	}})
+}
+
+// statusSteps are keepAliveSteps' HEAD, 304, 404 and 416 on seg.m4s
+// (size bytes); etag is the full GET's, set when these run.
+func statusSteps(size int64, etag *string) []step {
+	return []step{
 		{"head", func(cn *conn) error {
 			resp, body, err := cn.do("HEAD", "/seg.m4s")
 			if err != nil {
@@ -183,15 +198,15 @@ func (r *runState) keepAliveSteps() []step {
 			return nil
 		}},
 		{"not-modified", func(cn *conn) error {
-			resp, body, err := cn.do("GET", "/seg.m4s", "If-None-Match: "+etag)
+			resp, body, err := cn.do("GET", "/seg.m4s", "If-None-Match: "+*etag)
 			if err != nil {
 				return err
 			}
 			if err := wantStatus(resp, http.StatusNotModified); err != nil {
-				return fmt.Errorf("If-None-Match %s: %w", etag, err)
+				return fmt.Errorf("If-None-Match %s: %w", *etag, err)
 			}
-			if len(body) != 0 || resp.Header.Get("ETag") != etag {
-				return fmt.Errorf("304 with %d body bytes and ETag %q, want none and %q (RFC 9110 §15.4.5)", len(body), resp.Header.Get("ETag"), etag)
+			if len(body) != 0 || resp.Header.Get("ETag") != *etag {
+				return fmt.Errorf("304 with %d body bytes and ETag %q, want none and %q (RFC 9110 §15.4.5)", len(body), resp.Header.Get("ETag"), *etag)
 			}
 			return nil
 		}},
@@ -214,13 +229,6 @@ func (r *runState) keepAliveSteps() []step {
 				return fmt.Errorf("416 Content-Range %q, want %q (RFC 9110 §15.5.17)", got, want)
 			}
 			return nil
-		}},
-		{"playlist", func(cn *conn) error {
-			resp, body, err := cn.do("GET", "/play.m3u8")
-			if err != nil {
-				return err
-			}
-			return wantFull(resp, body, play)
 		}},
 	}
 }

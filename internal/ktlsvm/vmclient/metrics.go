@@ -77,6 +77,8 @@ func (r *runState) checkMetrics(s *server) error {
 	}
 }
 
+// metricsOnce compares one scrape of s's /metrics with what the client
+// saw it serve.
 func (r *runState) metricsOnce(s *server) error {
 	m, err := scrape(s.admin)
 	if err != nil {
@@ -85,6 +87,40 @@ func (r *runState) metricsOnce(s *server) error {
 	t := &s.tally
 	path, others := r.bodyPaths()
 	var errs0 []error
+	want := r.wantMetrics(t, path, others)
+	if got, min := m[`segorigin_tls_control_records_total{kind="close_notify"}`], t.closeNotes.Load(); r.mode == "auto" && got < float64(min) {
+		errs0 = append(errs0, fmt.Errorf("control records close_notify = %v, want at least %d", got, min))
+	}
+	errs := append(errs0, t.covered(path))
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		got, ok := m[k]
+		if !ok || got != float64(want[k]) {
+			errs = append(errs, fmt.Errorf("%s = %v (present %v), want %d", k, got, ok, want[k]))
+		}
+	}
+	for _, c := range t.byPath(path) {
+		k := `segorigin_body_bytes_total{path="` + c.path + `"}`
+		if got := m[k]; got < float64(c.b.bytesMin.Load()) || got > float64(c.b.bytesMax.Load()) {
+			errs = append(errs, fmt.Errorf("%s = %v, want %d to %d", k, got, c.b.bytesMin.Load(), c.b.bytesMax.Load()))
+		}
+	}
+	if l := s.logsMatching("kTLS hand-over failed"); len(l) > 0 {
+		errs = append(errs, fmt.Errorf("hand-over failures logged: %s", strings.Join(l, "; ")))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%s server: %w", s.name, err)
+	}
+	return nil
+}
+
+// wantMetrics: each exported series whose value the client's tally
+// decides, for body path (others: the paths this mode must not take).
+func (r *runState) wantMetrics(t *tally, path string, others []string) map[string]int64 {
 	offloaded := t.handshakes.Load()
 	if r.mode == "off" {
 		offloaded = 0
@@ -127,38 +163,11 @@ func (r *runState) metricsOnce(s *server) error {
 	for _, reason := range []string{"detach", "engine", "limit"} {
 		want[`segorigin_tls_handoff_failures_total{reason="`+reason+`"}`] = 0
 	}
-	if got, min := m[`segorigin_tls_control_records_total{kind="close_notify"}`], t.closeNotes.Load(); r.mode == "auto" && got < float64(min) {
-		errs0 = append(errs0, fmt.Errorf("control records close_notify = %v, want at least %d", got, min))
-	}
 	for _, o := range others {
 		want[`segorigin_body_responses_total{path="`+o+`"}`] = 0
 		want[`segorigin_body_bytes_total{path="`+o+`"}`] = 0
 	}
-	errs := append(errs0, t.covered(path))
-	keys := make([]string, 0, len(want))
-	for k := range want {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		got, ok := m[k]
-		if !ok || got != float64(want[k]) {
-			errs = append(errs, fmt.Errorf("%s = %v (present %v), want %d", k, got, ok, want[k]))
-		}
-	}
-	for _, c := range t.byPath(path) {
-		k := `segorigin_body_bytes_total{path="` + c.path + `"}`
-		if got := m[k]; got < float64(c.b.bytesMin.Load()) || got > float64(c.b.bytesMax.Load()) {
-			errs = append(errs, fmt.Errorf("%s = %v, want %d to %d", k, got, c.b.bytesMin.Load(), c.b.bytesMax.Load()))
-		}
-	}
-	if l := s.logsMatching("kTLS hand-over failed"); len(l) > 0 {
-		errs = append(errs, fmt.Errorf("hand-over failures logged: %s", strings.Join(l, "; ")))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("%s server: %w", s.name, err)
-	}
-	return nil
+	return want
 }
 
 // scrape reads the Prometheus text of /metrics into series -> value; a
