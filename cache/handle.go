@@ -52,6 +52,7 @@ type Handle struct {
 	content atomic.Pointer[Content] // the caller's validator of these bytes, once known (SetContent)
 	encoded atomic.Pointer[Encoded] // the caller's coding of these bytes, once made (SetEncoded)
 	settled atomic.Int64            // the caller's SetSettled: when these bytes were last found final
+	predict atomic.Int64            // the caller's SetPredicted: when it last predicted from these bytes
 	parsed  atomic.Value            // the caller's parse of these bytes, once made (SetParsed)
 	owner   *Cache                  // the cache that opened it: the budget Encoded bytes count against
 
@@ -106,6 +107,15 @@ func (h *Handle) Settled() int64 { return h.settled.Load() }
 // was still as opened. Every holder of the same Handle sees it; the
 // cache never reads it.
 func (h *Handle) SetSettled(at int64) { h.settled.Store(at) }
+
+// Predicted returns the time SetPredicted last recorded, or 0.
+func (h *Handle) Predicted() int64 { return h.predict.Load() }
+
+// SetPredicted records that the caller predicted, at at (Unix
+// nanoseconds, the caller's clock), what is asked for after these bytes
+// (read-ahead). Every holder of the same Handle sees it; the cache never
+// reads it.
+func (h *Handle) SetPredicted(at int64) { h.predict.Store(at) }
 
 // Retain adds a reference for a holder that outlives its lender (a job
 // that goes on after the request that queued it stopped waiting); false

@@ -262,23 +262,24 @@ func TestHandleKeepsCallerValues(t *testing.T) {
 	c := newCache(t, f.config(4))
 	h := acquire(t, c, "live.m3u8")
 	defer h.Release()
-	if h.Parsed() != nil || h.Settled() != 0 {
-		t.Fatalf("a new Handle: Parsed %v, Settled %d; want nil, 0", h.Parsed(), h.Settled())
+	if h.Parsed() != nil || h.Settled() != 0 || h.Predicted() != 0 {
+		t.Fatalf("a new Handle: Parsed %v, Settled %d, Predicted %d; want nil, 0, 0", h.Parsed(), h.Settled(), h.Predicted())
 	}
 	first, second := new(int), new(int)
 	h.SetParsed(first)
 	h.SetParsed(second)
 	h.SetSettled(42)
+	h.SetPredicted(7)
 	same := acquire(t, c, "live.m3u8")
 	defer same.Release()
-	if same.Parsed() != first || same.Settled() != 42 {
-		t.Errorf("another holder: Parsed %p, Settled %d; want the first parse %p, 42", same.Parsed(), same.Settled(), first)
+	if same.Parsed() != first || same.Settled() != 42 || same.Predicted() != 7 {
+		t.Errorf("another holder: Parsed %p, Settled %d, Predicted %d; want the first parse %p, 42, 7", same.Parsed(), same.Settled(), same.Predicted(), first)
 	}
 	f.replace("live.m3u8", "#EXTM3U\n#EXT-X-VERSION:9\n", time.Unix(1_700_000_100, 0))
 	c.Invalidate("live.m3u8")
 	next := acquire(t, c, "live.m3u8")
 	defer next.Release()
-	if next.Parsed() != nil || next.Settled() != 0 {
-		t.Errorf("the next version's Handle: Parsed %v, Settled %d; want nil, 0", next.Parsed(), next.Settled())
+	if next.Parsed() != nil || next.Settled() != 0 || next.Predicted() != 0 {
+		t.Errorf("the next version's Handle: Parsed %v, Settled %d, Predicted %d; want nil, 0, 0", next.Parsed(), next.Settled(), next.Predicted())
 	}
 }

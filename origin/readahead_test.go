@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"segorigin/internal/slowfs"
 	"segorigin/origin"
 	"segorigin/origin/coldread"
+	"segorigin/origin/token"
 )
 
 // The read-ahead tests prove "the next object is in memory before the
@@ -260,5 +262,61 @@ func TestReadAheadHitIsNotUnused(t *testing.T) {
 	servedFromMemory(t, f, ts, "/u/chunk-002.m4s", synthBytes("chunk-002.m4s", 0, size))
 	if got := ts.srv.Stats().ReadAhead.Unused; got != 0 {
 		t.Errorf("ReadAhead.Unused after its request = %d, want 0", got)
+	}
+}
+
+// TestReadAheadRepeatPredictsOnce: a whole body asked for again within a
+// second of the request that predicted from it predicts nothing again,
+// and once the second has passed it does. A token that opens only the
+// chunk asked for shows it: its numbering guess (the next chunk) is
+// refused, and counted, each time it is made, since a refusal reads
+// nothing and is not remembered as issued.
+func TestReadAheadRepeatPredictsOnce(t *testing.T) {
+	const size = 16 << 10
+	backing := t.TempDir()
+	writeSynth(t, backing, "r/chunk-0-001.m4s", size)
+	writeSynth(t, backing, "r/chunk-0-002.m4s", size)
+	key := token.Key{ID: "k1", Secret: []byte("0123456789abcdef0123456789abcdef")}
+	ring, err := token.NewKeyring(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := time.Unix(1_800_000_000, 0)
+	ts := startServer(t, backing, func(c *origin.Config) {
+		c.Watch = false
+		c.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		c.Auth.Keys = ring
+	})
+	tok := mustSign(t, key, token.Claims{Expiry: now.Add(time.Hour), ACL: []string{"/r/chunk-0-001.m4s"}})
+	target := "/t/" + token.PathSegment(tok) + "/r/chunk-0-001.m4s"
+	const unauthorized = 2 // Refused's index (ReadAheadRefusal)
+	if got := origin.ReadAheadRefusal(unauthorized); got != "unauthorized" {
+		t.Fatalf("ReadAheadRefusal(%d) = %q", unauthorized, got)
+	}
+	refused := func() int64 { return ts.srv.Stats().ReadAhead.Refused[unauthorized] }
+	get := func() {
+		t.Helper()
+		mustBody(t, ts.get(target), synthBytes("chunk-0-001.m4s", 0, size), "the chunk the token opens")
+	}
+	get()
+	if got := refused(); got != 1 {
+		t.Fatalf("Refused[unauthorized] after the first request = %d, want 1", got)
+	}
+	for range 3 {
+		get()
+	}
+	if got := refused(); got != 1 {
+		t.Fatalf("Refused[unauthorized] after 3 more within the second = %d, want 1", got)
+	}
+	mu.Lock()
+	now = now.Add(time.Second)
+	mu.Unlock()
+	get()
+	if got := refused(); got != 2 {
+		t.Fatalf("Refused[unauthorized] a second later = %d, want 2", got)
+	}
+	if st := ts.srv.Stats().ReadAhead; st.Predicted != [5]int64{} || st.Issued != 0 {
+		t.Errorf("a refused guess was predicted or read: %+v", st)
 	}
 }
