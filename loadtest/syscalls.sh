@@ -42,7 +42,9 @@ usage: bash loadtest/syscalls.sh [options]
                     If-None-Match and the ETag it saw (304s after its first
                     pass; W1, W3, W4)
   -settle SECONDS   wait after the warm-up before tracing, so the runtime's
-                    threads are idle when counting starts (1)
+                    threads are idle when counting starts (1); tracing also
+                    waits until the newest workload file is 3 s old (older
+                    than the server's -settle: not a file being written)
   -servers LIST     comma-separated segorigin,segorigin-uring,nginx,nethttp,fasthttpfs (segorigin,nginx)
   -dir DIR          workload files: used if present, generated there if not
                     (default: a temporary directory, removed at the end)
@@ -108,6 +110,12 @@ lt_build "$WORK/bin"
 gen=("${WL[@]}")
 [[ $SEQ == NONE ]] || gen+=("$SEQ")
 lt_generate "$WORK/bin" "$DIR" "${gen[@]}"
+# The files were perhaps written just now. One written within the server's
+# -settle (2 s by default) is still being written as far as the server
+# knows, and each request for it asks the kernel whether a writer holds it
+# (two fcntl and an fstat): not what a library of finished files costs.
+# Tracing starts once the newest is 3 s old (ctime: a touch cannot age it).
+OLD_AT=$(( $(find "$DIR" -type f -printf '%C@\n' | sort -n | tail -1 | cut -d. -f1) + 3 ))
 
 # client ADDR W REQUESTS : exactly REQUESTS verified requests of W on one
 # keep-alive connection, walking the files in order; conditional after a
@@ -219,6 +227,8 @@ for srv in "${SV[@]}"; do
     pid=$LT_PID addr=$LT_ADDR
     client "$addr" "$w" "$(files "$w")" >/dev/null || lt_die "$srv $w: warm-up failed"
     sleep "$SETTLE"
+    now=$(date +%s)
+    (( now >= OLD_AT )) || sleep $(( OLD_AT - now ))
     mapfile -t pids < <(traced "$pid")
     attach "$WORK/strace-$srv-$w.txt" -qq -- "${pids[@]}"
     res=$(clients "$addr" "$w" "$N") || {
@@ -238,7 +248,7 @@ report() {
   echo "servers: $(lt_segorigin_label); $("$(lt_nginx_bin)" -v 2>&1 | sed 's/.*version: //')"
   echo "$N keep-alive GETs per server and workload by $SESSIONS client(s) one after another, each on its own"
   echo "connection (loadtest/client -sessions 1, -requests $N in all$( ((REVALIDATE)) && echo ' -revalidate: 304s after a file'\''s first fetch'),"
-  echo "every body verified), after a warm-up pass over every file and ${SETTLE} s to settle; strace -f attached to the"
+  echo "every body verified), after a warm-up pass over every file and ${SETTLE} s to settle, every file 3 s old; strace -f attached to the"
   echo "server and its children for exactly those requests (the accepts and the final closes included), calls"
   echo "counted from the full trace (runtime's included). nginx runs one worker here (each worker has its own"
   echo "open_file_cache; one connection is served by one worker anyway)."
