@@ -77,15 +77,20 @@ function startPageServer() {
   });
 }
 
-// recordRequests logs every request of ctx to mediaOrigin. finish() waits for
-// the bodies being hashed and returns the records.
+// recordRequests logs every request of ctx to mediaOrigin. finish() stops
+// recording, waits for the bodies being hashed and returns the records.
+// A live player goes on asking until its page closes: a response that
+// arrives after finish(), or whose headers or body can no longer be read
+// because the context closed, is left out; its failed read must not end
+// the driver as an unhandled rejection.
 function recordRequests(ctx, mediaOrigin) {
   const records = [];
   const pending = [];
+  let done = false;
   const isMedia = (u) => u.startsWith(mediaOrigin + '/');
   ctx.on('response', (resp) => {
     const req = resp.request();
-    if (!isMedia(req.url())) return;
+    if (done || !isMedia(req.url())) return;
     pending.push((async () => {
       const rh = await req.allHeaders();
       const h = await resp.allHeaders();
@@ -108,16 +113,17 @@ function recordRequests(ctx, mediaOrigin) {
           rec.bodyError = String(e.message || e).split('\n')[0];
         }
       }
-      records.push(rec);
-    })());
+      if (!done) records.push(rec);
+    })().catch(() => {}));
   });
   ctx.on('requestfailed', (req) => {
-    if (!isMedia(req.url())) return;
+    if (done || !isMedia(req.url())) return;
     records.push({ url: req.url(), method: req.method(), range: req.headers()['range'] || '',
       failure: (req.failure() || {}).errorText || 'failed' });
   });
   return async () => {
     await Promise.allSettled(pending);
+    done = true;
     return records;
   };
 }
