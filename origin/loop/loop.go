@@ -141,7 +141,7 @@ func (l *loop) closeFDs() {
 // time, as a raw system call (poller.wait): to the runtime the loop is
 // running, so its sysmon neither takes the thread's P away during the
 // wait nor parks and wakes threads for it; it yields every yieldEvery
-// instead, and a signal (the collector stopping the world) ends a wait
+// instead, or sooner when goroutines wait for a P (waitersEvery), and a signal (the collector stopping the world) ends a wait
 // at once. With nothing to do (at once, or after parkAfter: wait.go) it
 // parks on Go's netpoller until an event or its next deadline: a parked
 // goroutine holds neither thread nor P, so an idle server costs no CPU

@@ -4,6 +4,7 @@ package loop
 
 import (
 	"runtime"
+	"runtime/metrics"
 	"time"
 	"unsafe"
 
@@ -35,8 +36,8 @@ import (
 // a raw system call keeping its P: one epoll_wait a request, no park.
 
 // activeWait is the longest a loop waits in epoll_wait at a time while
-// it keeps its P (ms): with yieldEvery, a loop yields at least every
-// 10 ms, before sysmon would preempt it.
+// it keeps its P (ms); it wakes sooner to yield (yieldEvery), so that it
+// yields at least every 9 ms, before sysmon would preempt it.
 const activeWait = 9
 
 // parkAfter is how long a loop with nothing to do keeps its P, waiting
@@ -49,12 +50,28 @@ const parkAfter = time.Millisecond
 // so the io_uring loop keeps the policy it was measured with.
 const uringParkAfter = 250 * time.Millisecond
 
-// yieldEvery is how often a loop that has not parked yields its P.
-const yieldEvery = 5 * time.Millisecond
+// yieldEvery is how often a loop that has not parked yields its P
+// though no goroutine waits for one: just often enough that sysmon,
+// which preempts a goroutine it has seen running for 10 ms, never does.
+// Each yield costs more than the loop's own Gosched: with a P idle (the
+// other loop parked), the runtime wakes a thread for it, which finds
+// nothing and sleeps again (a futex wake and wait, nanosleeps while it
+// spins): at 5 ms that was 0.07 system calls a request for sequential
+// keep-alive clients.
+const yieldEvery = 8 * time.Millisecond
+
+// waitersEvery is how often a loop that has not parked asks the runtime
+// whether goroutines wait for a P (a cold reader back from storage, an
+// HTTPS connection's goroutine), and yields at once if they do:
+// otherwise they would wait for yieldEvery.
+const waitersEvery = time.Millisecond
 
 // waitClock is what the wait policy remembers between wake-ups.
 type waitClock struct {
 	lastYield, lastEvent int64 // Unix ns
+	lastAsked            int64 // Unix ns: when waiters was last read
+	// runnable reads the runtime's count of goroutines waiting for a P.
+	runnable [1]metrics.Sample
 	// window: wait parkAfter before parking. Off once a park outlasted
 	// parkAfter (sparse events: the window would only add a wake-up per
 	// event), on again once one did not.
@@ -65,7 +82,8 @@ type waitClock struct {
 
 // newWaitClock is the wait policy's memory for a loop on p, at now.
 func newWaitClock(p poller, now int64) waitClock {
-	wc := waitClock{lastYield: now, lastEvent: now, window: true, after: int64(parkAfter)}
+	wc := waitClock{lastYield: now, lastEvent: now, lastAsked: now, window: true, after: int64(parkAfter)}
+	wc.runnable[0].Name = runnableMetric
 	if _, ok := p.(*uring); ok {
 		wc.after = int64(uringParkAfter)
 	}
@@ -77,12 +95,12 @@ func newWaitClock(p poller, now int64) waitClock {
 // window on, the loop had an event within parkAfter; on Go's netpoller
 // otherwise. It sets l.now.
 func (l *loop) nextEvents(events []unix.EpollEvent, wc *waitClock) (n int, err error) {
-	if l.handedOff || l.now-wc.lastYield > int64(yieldEvery) {
+	if l.handedOff || l.now-wc.lastYield > int64(yieldEvery) || wc.waiters(l.now) {
 		// A goroutine that never yields looks stuck to the runtime's
 		// sysmon (system calls do not count), which then preempts it
 		// with a signal every 10 ms.
 		runtime.Gosched()
-		wc.lastYield, l.handedOff = l.now, false
+		wc.lastYield, wc.lastAsked, l.handedOff = l.now, l.now, false
 	}
 	wait := l.waitMillis()
 	if wait < 0 || wait > activeWait {
@@ -101,12 +119,31 @@ func (l *loop) nextEvents(events []unix.EpollEvent, wc *waitClock) (n int, err e
 		}
 		wait = int(min((left+int64(time.Millisecond)-1)/int64(time.Millisecond), activeWait))
 	}
+	// Wake in time to yield: a loop blocked in a raw epoll_wait still
+	// holds its P, and sysmon counts that as running.
+	wait = min(wait, int(max(wc.lastYield+int64(yieldEvery)-l.now, 0)/int64(time.Millisecond))+1)
 	n, err = l.p.wait(events, wait)
 	l.now = time.Now().UnixNano()
 	if n > 0 {
 		wc.lastEvent = l.now
 	}
 	return n, err
+}
+
+// runnableMetric counts the goroutines ready to run that wait for a P
+// (Go 1.26): reading it locks the scheduler for about 50 ns.
+const runnableMetric = "/sched/goroutines/runnable:goroutines"
+
+// waiters reports, at most every waitersEvery, whether goroutines wait
+// for a P.
+func (wc *waitClock) waiters(now int64) bool {
+	if now-wc.lastAsked < int64(waitersEvery) {
+		return false
+	}
+	wc.lastAsked = now
+	metrics.Read(wc.runnable[:])
+	v := wc.runnable[0].Value
+	return v.Kind() == metrics.KindUint64 && v.Uint64() > 0
 }
 
 // rawRead is read(2) on a descriptor that never blocks (a non-blocking
