@@ -38,12 +38,22 @@ func ValidHost(v []byte) bool {
 		}
 	}
 	for _, c := range host {
-		if !isRegNameChar(c) {
+		if !regName[c] {
 			return false
 		}
 	}
 	return true
 }
+
+// regName is isRegNameChar of every byte: one load per character of a
+// Host, which every request has checked (the comparisons and the switch
+// were most of ValidHost's time).
+var regName = func() (t [256]bool) {
+	for c := range len(t) {
+		t[c] = isRegNameChar(byte(c))
+	}
+	return t
+}()
 
 // validPort: *DIGIT (an empty port is allowed: RFC 3986 §3.2.3), at most
 // 65535.
@@ -105,6 +115,9 @@ func isRegNameChar(c byte) bool {
 // form at all (RFC 9112 §3.2.2). The scheme is compared without regard to
 // case (RFC 3986 §3.1).
 func AbsoluteAuthority(target []byte) (authority []byte, ok bool) {
+	if len(target) > 0 && target[0] == '/' {
+		return nil, false // origin-form, as nearly every request is
+	}
 	i := bytes.Index(target, []byte("://"))
 	if i <= 0 || bytes.IndexByte(target[:i], '/') >= 0 {
 		return nil, false
