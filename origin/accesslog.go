@@ -92,7 +92,7 @@ func (r *recorder) finish(ctx *fasthttp.RequestCtx, k kind, sent int64, via stri
 	if a.w == nil || a.n.Add(1)%a.sample != 0 {
 		return
 	}
-	r.logAccess(ctx, d, sent, via)
+	r.logAccess(ctx, d, sent, via, nil)
 }
 
 // finishNoStream records a response whose body (if any) fasthttp writes
@@ -102,10 +102,44 @@ func (q *handler) finishNoStream(ctx *fasthttp.RequestCtx, k kind) {
 	q.rec.finish(ctx, k, n, "")
 }
 
-// logAccess formats and writes one access line. Every logged text that
+// refused writes the access line of a request the HTTP/1 layer refused
+// before the handler (400, 408, 413, 414, 431, 501, 505; counted by
+// handleParseError, so it adds no count): line is its request line as it
+// arrived, which the line shows as nginx's $request does, nil when none
+// did (a 408 before a line end: "-"); sent, the error body's bytes.
+func (rc *recorder) refused(ctx *fasthttp.RequestCtx, line []byte, sent int64) {
+	a := &rc.access
+	if a.w == nil || a.n.Add(1)%a.sample != 0 {
+		return
+	}
+	rl := splitRequestLine(line)
+	rc.logAccess(ctx, time.Since(requestTime(ctx)), sent, "", &rl)
+}
+
+// requestLine is a request line's three parts as they arrived, split at
+// its first two spaces; the target is not parsed beyond its '?'.
+type requestLine struct{ method, path, query, proto []byte }
+
+var space = []byte(" ")
+
+// splitRequestLine splits line (without its line end) as nginx's $request
+// shows it: bytes that are no request line at all stay whole, as the
+// method, and a missing part is empty.
+func splitRequestLine(line []byte) requestLine {
+	var rl requestLine
+	var target []byte
+	rl.method, target, _ = bytes.Cut(line, space)
+	target, rl.proto, _ = bytes.Cut(target, space)
+	rl.path, rl.query, _ = bytes.Cut(target, []byte("?"))
+	return rl
+}
+
+// logAccess formats and writes one access line: of a request the handler
+// answered, or (rl set) of one refused before it, whose request line is
+// rl and whose parsed header (ctx) may be partial. Every logged text that
 // comes from the request goes through the redactor: a logged token could
 // be replayed.
-func (rc *recorder) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64, via string) {
+func (rc *recorder) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent int64, via string, rl *requestLine) {
 	a := &rc.access
 	sc, _ := a.bufs.Get().(*accessScratch)
 	if sc == nil {
@@ -127,16 +161,23 @@ func (rc *recorder) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent in
 		sc.client = ip.AppendTo(sc.client)
 	}
 	e.Client = sc.client
+	refused := rl != nil
+	var line requestLine
+	if refused {
+		line = *rl
+	} else {
+		line = requestLine{ctx.Method(), ctx.URI().PathOriginal(), ctx.URI().QueryString(), req.Protocol()}
+	}
 	var info, qinfo token.Info
-	sc.path, info = r.Append(sc.path[:0], ctx.URI().PathOriginal())
-	sc.query, qinfo = r.Append(sc.query[:0], ctx.URI().QueryString())
+	sc.path, info = r.Append(sc.path[:0], line.path)
+	sc.query, qinfo = r.Append(sc.query[:0], line.query)
 	sc.referer, _ = r.Append(sc.referer[:0], req.Referer())
 	sc.agent, _ = r.Append(sc.agent[:0], req.UserAgent())
 	sc.host, _ = r.Append(sc.host[:0], req.Host())
 	// A client chooses the method and version too: a token's segment
 	// form is a valid method token.
-	sc.method, _ = r.Append(sc.method[:0], ctx.Method())
-	sc.proto, _ = r.Append(sc.proto[:0], req.Protocol())
+	sc.method, _ = r.Append(sc.method[:0], line.method)
+	sc.proto, _ = r.Append(sc.proto[:0], line.proto)
 	e.Path, e.Query, e.Referer, e.UserAgent, e.Host = sc.path, sc.query, sc.referer, sc.agent, sc.host
 	e.Method, e.Proto = sc.method, sc.proto
 	if info == (token.Info{}) {
@@ -146,8 +187,26 @@ func (rc *recorder) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent in
 	if o, ok := ctx.UserValue(userCacheOutcome).(cache.Outcome); ok {
 		e.Cache = o.String()
 	}
+	if !refused {
+		// A refused request's header may be partial: its Range and
+		// CMCD are not read.
+		sc.rangeAndCMCD(ctx, r)
+	}
+	sc.line = a.format.Append(sc.line[:0], e)
+	if _, err := a.w.Write(sc.line); err != nil {
+		rc.st.AccessLogErrors.Add(1)
+		if a.errLog.Allow() {
+			rc.log.Error("access log write failed", "err", err, "suppressed", a.errLog.Suppressed())
+		}
+	}
+	*e = accesslog.Entry{} // drop references to the request's buffers
+}
+
+// rangeAndCMCD fills the entry's Range and CMCD from ctx's request.
+func (sc *accessScratch) rangeAndCMCD(ctx *fasthttp.RequestCtx, r token.Redactor) {
+	e := &sc.entry
 	var rh reqHeaders // one pass for Range and the CMCD headers, not five Peeks
-	rh.scan(req)
+	rh.scan(&ctx.Request.Header)
 	sc.rng, _ = r.Append(sc.rng[:0], rh.rng)
 	e.Range = sc.rng
 	sc.cmcd = cmcd.Data{}
@@ -158,14 +217,6 @@ func (rc *recorder) logAccess(ctx *fasthttp.RequestCtx, d time.Duration, sent in
 		}
 		e.CMCD, e.CMCDError = d, err != nil
 	}
-	sc.line = a.format.Append(sc.line[:0], e)
-	if _, err := a.w.Write(sc.line); err != nil {
-		rc.st.AccessLogErrors.Add(1)
-		if a.errLog.Allow() {
-			rc.log.Error("access log write failed", "err", err, "suppressed", a.errLog.Suppressed())
-		}
-	}
-	*e = accesslog.Entry{} // drop references to the request's buffers
 }
 
 // redactString returns v redacted, v itself (no allocation) when

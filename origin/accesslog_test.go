@@ -173,3 +173,48 @@ func TestCMCDNeverChangesTheAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestAccessLogRefused: a request refused before the handler (unparseable,
+// too large, not read in time) gets its access line as nginx writes one:
+// the request line as it arrived (escaped; "-" when none arrived), the
+// status and the error body's bytes, with tokens redacted as anywhere.
+func TestAccessLogRefused(t *testing.T) {
+	var buf syncBuffer
+	ts, key := signingServer(t, func(c *origin.Config) {
+		c.AccessLog, c.AccessLogFormat = &buf, accesslog.Combined
+		c.ReadTimeout = 300 * time.Millisecond
+		c.MaxHeaderBytes = 1024
+	})
+	tok := mustSign(t, key, token.Claims{Expiry: time.Now().Add(time.Hour), ACL: []string{"/*"}, KeyID: "k1"})
+	mac := tok[strings.LastIndex(tok, "=")+1:]
+	tests := []struct {
+		name, req, want string
+	}{
+		{"not HTTP", "\x16\x03\x01\x00\x05hello\r\n\r\n", `"\x16\x03\x01\x00\x05hello" 400 16 "-" "-"`},
+		{"HTTP/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", `"PRI * HTTP/2.0" 505 31 "-" "-"`},
+		{"bare LF, a token in the query", "GET /a.txt?token=" + url.QueryEscape(tok) + " HTTP/1.1\nHost: t\n\n",
+			`"GET /a.txt?token=… HTTP/1.1" 400 16 "-" "-"`},
+		{"header too large", "GET /a.txt HTTP/1.1\r\nHost: t\r\nX-Pad: " + strings.Repeat("p", 2048) + "\r\n\r\n",
+			`"GET /a.txt HTTP/1.1" 431 36 "-" "-"`},
+		{"HEAD, no line end", "HEAD /" + strings.Repeat("a", 2048), `aaaa...(cut)" 414 0 "-" "-"`},
+		{"not read in time", "GET /a.txt HTTP/1.1\r\nHost: t\r\n", `"-" 408 20 "-" "-"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			buf.Reset()
+			resp := rawExchange(t, ts.addr, tt.req)
+			if resp == "" {
+				t.Fatal("no answer")
+			}
+			waitFor(t, 2*time.Second, "an access line", func() bool { return strings.Count(buf.String(), "\n") == 1 })
+			line := buf.String()
+			t.Logf("%s", line)
+			if !strings.Contains(line, tt.want) {
+				t.Errorf("access line %q, want it to hold %q (answer %.80q)", line, tt.want, resp)
+			}
+			if strings.Contains(line, mac) {
+				t.Errorf("access line holds the token's MAC: %q", line)
+			}
+		})
+	}
+}

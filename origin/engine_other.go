@@ -63,7 +63,7 @@ func (q *handler) newFastHTTP() *fasthttp.Server {
 		ReduceMemoryUsage:             true,
 		CloseOnShutdown:               true,
 		Logger:                        q.fasthttpLog,
-		ErrorHandler:                  q.resp.handleParseError,
+		ErrorHandler:                  q.refuse,
 		HeaderReceived: func(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
 			persistLaterMinor(h)
 			return fasthttp.RequestConfig{} // the server's limits
@@ -72,4 +72,20 @@ func (q *handler) newFastHTTP() *fasthttp.Server {
 		// hide the *net.TCPConn the sendfile path needs; -max-conns-per-ip
 		// is the request path's (admission).
 	}
+}
+
+// refuse answers a request fasthttp could not read (handleParseError) and
+// writes its access line, with as much of its request line as fasthttp
+// parsed (the loops' layer logs the line as it arrived).
+func (q *handler) refuse(ctx *fasthttp.RequestCtx, err error) {
+	q.resp.handleParseError(ctx, err)
+	var line []byte
+	if h := &ctx.Request.Header; len(h.Method()) > 0 && len(h.RequestURI()) > 0 {
+		line = append(append(append(append(append(line, h.Method()...), ' '), h.RequestURI()...), ' '), h.Protocol()...)
+	}
+	sent := len(ctx.Response.Body())
+	if ctx.IsHead() {
+		sent = 0
+	}
+	q.rec.refused(ctx, line, int64(sent))
 }

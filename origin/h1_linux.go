@@ -101,7 +101,7 @@ func (ls *h1Server) timeout(c h1Conn, reading bool) {
 		return
 	}
 	r := ls.getReq(c)
-	ls.parseError(r, h1Timeout{})
+	ls.parseError(r, h1Timeout{}, nil)
 }
 
 // h1ConnState is what the server keeps per connection: a few words, so
@@ -143,9 +143,11 @@ type h1Req struct {
 	resp    wire.Response
 	parts   [8]wire.Part
 	via     string
-	counted bool  // the response was counted by handleParseError: no finish
-	first   bool  // no file window sent yet (beforeBody made the first one resident)
-	loaded  int64 // offset of the window a cold reader just read: sent as it is (-1: none)
+	counted bool   // the response was counted by handleParseError: no finish
+	refused bool   // refused before the handler: its access line is still to write
+	line    []byte // a refused request's line as it arrived (the connection's buffer), until then
+	first   bool   // no file window sent yet (beforeBody made the first one resident)
+	loaded  int64  // offset of the window a cold reader just read: sent as it is (-1: none)
 	grow    growStream
 
 	done     func(int64, error)
@@ -176,12 +178,12 @@ func (ls *h1Server) data(c h1Conn, in []byte, full bool) int {
 		return taken
 	case err != nil:
 		refusedMethod(&ctx.Request.Header, in)
-		ls.parseError(r, refusal(in, r.br.Size(), err))
+		ls.parseError(r, refusal(in, r.br.Size(), err), firstLine(in))
 		return taken + len(in)
 	}
 	st.continued, st.chunks = false, httpmsg.ChunkedProgress{}
 	if err := r.uri.Parse(ctx.Request.Header.Host(), ctx.Request.Header.RequestURI()); err != nil {
-		ls.parseError(r, err)
+		ls.parseError(r, err, firstLine(in))
 		return taken + len(in)
 	}
 	st.reqs++
@@ -326,6 +328,15 @@ func refusedMethod(h *fasthttp.RequestHeader, in []byte) {
 	} else {
 		h.SetMethod(fasthttp.MethodGet)
 	}
+}
+
+// firstLine is the request line at the start of in, as it arrived: up to
+// its line end (without it), or all of in when no line end has come.
+func firstLine(in []byte) []byte {
+	if i := bytes.IndexByte(in, '\n'); i >= 0 {
+		in = in[:i]
+	}
+	return bytes.TrimSuffix(in, []byte("\r"))
 }
 
 // headerHasBareLF reports whether the header section at the start of in
@@ -493,10 +504,11 @@ func (r *h1Req) afterOffload() {
 }
 
 // parseError answers a request that cannot be parsed (or did not arrive
-// in time), as the fasthttp engine's ErrorHandler does, and closes.
-func (ls *h1Server) parseError(r *h1Req, err error) {
+// in time), as the fasthttp engine's ErrorHandler does, and closes. line
+// is its request line as it arrived, for the access log (nil: none).
+func (ls *h1Server) parseError(r *h1Req, err error, line []byte) {
 	ls.s.resp.handleParseError(&r.ctx, err)
-	r.counted = true
+	r.counted, r.refused, r.line = true, true, line
 	r.ctx.SetConnectionClose()
 	// The rest of the request (a body, more pipelined requests) may
 	// still be on its way: the close lingers so that it does not reset
@@ -593,12 +605,16 @@ func (ls *h1Server) renderMemory(r *h1Req) {
 	}
 	resp.Parts = append(resp.Parts, wire.Part{Mem: r.head})
 	r.via = ""
-	if !r.counted {
+	switch {
+	case !r.counted:
 		// Recorded before it is sent, as the fasthttp engine records
 		// a response fasthttp writes from memory: its line is in the
 		// access log by the time the client has read it.
 		ls.s.rec.finish(ctx, r.p.kind, int64(logged), "")
 		r.counted = true
+	case r.refused:
+		ls.s.rec.refused(ctx, r.line, int64(logged))
+		r.refused, r.line = false, nil // line is the connection's buffer
 	}
 	r.c.Send(resp)
 }
@@ -711,6 +727,7 @@ func (ls *h1Server) putReq(r *h1Req) {
 	r.ctx.Response.Reset()
 	r.scratch.release()
 	r.c, r.counted, r.via = nil, false, ""
+	r.refused, r.line = false, nil
 	r.p = plan{}
 	r.resp.Reset()
 	r.rd.Reset(nil)

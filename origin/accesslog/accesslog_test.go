@@ -59,6 +59,29 @@ func TestCombinedEmpty(t *testing.T) {
 	}
 }
 
+// TestCombinedRefusedRequest: the request line of a request refused before
+// it was parsed shows as nginx's $request does: the parts that arrived,
+// with no space for a missing one, and "-" when no line arrived.
+func TestCombinedRefusedRequest(t *testing.T) {
+	for _, tt := range []struct {
+		method, path, query, proto, want string
+	}{
+		{"", "", "", "", `"-"`},
+		{"\x16\x03\x01", "", "", "", `"\x16\x03\x01"`},
+		{"GET", "/", "", "", `"GET /"`},
+		{"GET", "/a", "b=c", "", `"GET /a?b=c"`},
+		{"GET", "", "", "HTTP/1.1", `"GET  HTTP/1.1"`},
+		{"PRI", "*", "", "HTTP/2.0", `"PRI * HTTP/2.0"`},
+	} {
+		e := &Entry{Time: time.Unix(0, 0).UTC(), Client: []byte("::1"), Method: []byte(tt.method), Path: []byte(tt.path),
+			Query: []byte(tt.query), Proto: []byte(tt.proto), Status: 400, Bytes: 16}
+		want := `::1 - - [01/Jan/1970:00:00:00 +0000] ` + tt.want + ` 400 16 "-" "-"` + "\n"
+		if got := string(Combined.Append(nil, e)); got != want {
+			t.Errorf("Combined.Append(%q %q %q %q) =\n%s\nwant\n%s", tt.method, tt.path, tt.query, tt.proto, got, want)
+		}
+	}
+}
+
 // TestJSONDecodes: a line is one valid JSON object with every field, of
 // the documented type.
 func TestJSONDecodes(t *testing.T) {

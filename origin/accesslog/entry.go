@@ -39,6 +39,10 @@ func (f Format) String() string {
 // Entry is one response, as logged. Byte slices may alias the request's
 // buffers: they are read only during Append. The JSON field name of each
 // is in its comment; text fields are cut to the caps in limits.go.
+//
+// A request refused before it was parsed has the parts of its request
+// line as they arrived, split at its first two spaces (Method holds bytes
+// that are no request line at all, whole), and none when no line arrived.
 type Entry struct {
 	Time         time.Time     // "time": when the request was read, RFC 3339 with µs, UTC
 	Client       []byte        // "client": the client's address
@@ -79,15 +83,7 @@ func appendCombined(dst []byte, e *Entry) []byte {
 	dst = append(dst, " - - ["...)
 	dst = e.Time.AppendFormat(dst, "02/Jan/2006:15:04:05 -0700")
 	dst = append(dst, "] \""...)
-	dst = appendEscaped(dst, e.Method, false, maxMethod)
-	dst = append(dst, ' ')
-	dst = appendEscaped(dst, e.Path, false, maxPath)
-	if len(e.Query) > 0 {
-		dst = append(dst, '?')
-		dst = appendEscaped(dst, e.Query, false, maxQuery)
-	}
-	dst = append(dst, ' ')
-	dst = appendEscaped(dst, e.Proto, false, maxProto)
+	dst = appendRequest(dst, e)
 	dst = append(dst, "\" "...)
 	dst = strconv.AppendInt(dst, int64(e.Status), 10)
 	dst = append(dst, ' ')
@@ -97,6 +93,31 @@ func appendCombined(dst []byte, e *Entry) []byte {
 	dst = append(dst, "\" \""...)
 	dst = appendEscaped(dst, e.UserAgent, true, maxUserAgent)
 	return append(dst, "\"\n"...)
+}
+
+// appendRequest writes nginx's $request: "METHOD TARGET PROTO" for a
+// request line of three parts; of one refused before it was parsed (see
+// Entry), the parts it had, with no space for a missing one, and "-" when
+// no line arrived.
+func appendRequest(dst []byte, e *Entry) []byte {
+	target := len(e.Path) > 0 || len(e.Query) > 0
+	if len(e.Method) == 0 && !target && len(e.Proto) == 0 {
+		return append(dst, '-')
+	}
+	dst = appendEscaped(dst, e.Method, false, maxMethod)
+	if target || len(e.Proto) > 0 {
+		dst = append(dst, ' ')
+		dst = appendEscaped(dst, e.Path, false, maxPath)
+		if len(e.Query) > 0 {
+			dst = append(dst, '?')
+			dst = appendEscaped(dst, e.Query, false, maxQuery)
+		}
+	}
+	if len(e.Proto) > 0 {
+		dst = append(dst, ' ')
+		dst = appendEscaped(dst, e.Proto, false, maxProto)
+	}
+	return dst
 }
 
 // appendEscaped writes b as nginx's escape=default does ('"', '\\',
