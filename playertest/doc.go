@@ -1,6 +1,7 @@
 // Package playertest shows that real players play every fixture stream from
-// segorigin: ffmpeg and ffprobe, and hls.js, dash.js and Shaka Player in
-// Debian's headless Chromium from a page on another origin; over HTTP and
+// segorigin: ffmpeg and ffprobe, GStreamer and VLC, and hls.js, dash.js and
+// Shaka Player in Debian's headless Chromium from a page on another
+// origin; over HTTP and
 // HTTPS, with and without auth (a path token, and a query token that the
 // server writes into every playlist and MPD it serves, seeking included).
 //
@@ -11,7 +12,10 @@
 // media origin against the files on disk: each Range request must get a 206
 // whose Content-Range and body are exactly the requested span.
 //
-// It needs ffmpeg, /usr/bin/chromium and playertest/node_modules (npm ci);
+// It needs ffmpeg, GStreamer (gst-launch-1.0 with the base, good, bad and
+// libav plugins), VLC (cvlc; run as nobody when the test runs as root,
+// since VLC refuses root), /usr/bin/chromium and playertest/node_modules
+// (npm ci);
 // `make test` (.ci/deps) installs them. A missing one fails the test: a
 // skipped player test would hide a broken install.
 package playertest
