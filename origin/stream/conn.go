@@ -290,12 +290,13 @@ func (m *mailbox) run() {
 func (c *Conn) flush() {
 	r := c.resp
 	c.resp = nil
+	now := time.Now() // one read for both: clock reads were 2.7% of a 1 KiB HTTPS answer
 	var deadline time.Time
 	if wt := c.s.cfg.WriteTimeout; wt > 0 {
-		deadline = time.Now().Add(wt)
+		deadline = now.Add(wt)
 	}
 	c.nc.SetWriteDeadline(deadline)
-	r.Cursor.Began = time.Now().UnixNano()
+	r.Cursor.Began = now.UnixNano()
 	err := c.out.send(r)
 	closeConn := r.Close // r is the Handler's again once Done runs
 	if r.Done != nil {
