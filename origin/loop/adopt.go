@@ -82,7 +82,7 @@ func readIn(c *Conn, p []byte) (int, error) {
 	if c.io != nil {
 		return c.io.Read(p)
 	}
-	return rawRead(c.fd, p)
+	return c.l.p.read(c.fd, p)
 }
 
 // closeIO gives c's ConnIO its last words, best effort.

@@ -21,10 +21,14 @@
 //     the loop's own, ring.go), where one io_uring_enter a loop
 //     iteration submits every change of what is watched (one-shot poll
 //     requests) and reaps every readiness, the loop's goroutine locked
-//     to its thread (SINGLE_ISSUER, DEFER_TASKRUN). Reads and sends are
-//     the same system calls on both. PollerAuto takes io_uring where the
-//     kernel allows it and epoll where it refuses (a container's seccomp
-//     profile, kernel.io_uring_disabled), said once in the log.
+//     to its thread (SINGLE_ISSUER, DEFER_TASKRUN). On io_uring a
+//     connection waiting for a request is not polled but received from,
+//     into one of the ring's provided buffers (recvbufs.go), so the
+//     loop's reads cost no system call and an idle connection still
+//     holds no buffer; sends are the same system calls on both.
+//     PollerAuto takes io_uring where the kernel allows it and epoll
+//     where it refuses (a container's seccomp profile,
+//     kernel.io_uring_disabled), said once in the log.
 //   - Connections (Conn): the descriptor, a read buffer taken from the
 //     loop's pool only while a request is incomplete or being answered
 //     and given back when the connection goes idle, the response in

@@ -37,7 +37,7 @@ func (l *loop) closeAfterResponse(c *Conn) {
 	if c.closed || !lastWord(c) {
 		return
 	}
-	if l.draining || !(c.lingerWanted || unread(c.fd)) {
+	if l.draining || !(c.lingerWanted || l.p.buffered(c.fd) || unread(c.fd)) {
 		l.close(c)
 		return
 	}
@@ -70,7 +70,7 @@ func (l *loop) drop(c *Conn) {
 		l.dropBuf = make([]byte, 64<<10)
 	}
 	for range lingerReads {
-		n, err := unix.Read(c.fd, l.dropBuf)
+		n, err := l.p.read(c.fd, l.dropBuf)
 		switch {
 		case err == unix.EAGAIN:
 			return

@@ -309,7 +309,11 @@ func (l *loop) register(fd int, remote *net.TCPAddr, io ConnIO) {
 		l.e.stats.Closed.Add(1)
 		return
 	}
-	if err := l.p.add(fd, unix.EPOLLIN); err != nil {
+	watch := l.p.addConn
+	if io != nil {
+		watch = func(fd int) error { return l.p.add(fd, unix.EPOLLIN) } // its ConnIO reads the socket
+	}
+	if err := watch(fd); err != nil {
 		l.e.log.Error("watching a new connection failed: closing it", "err", err)
 		c.closed = true
 		unix.Close(fd)

@@ -29,6 +29,12 @@ type poller interface {
 	add(fd int, ev uint32) error
 	mod(fd int, ev uint32) error
 	del(fd int) error
+	// addConn adds a connection's socket, watched for EPOLLIN, whose
+	// bytes the loop reads with read: io_uring may receive them before
+	// it reports EPOLLIN. buffered says whether bytes so received wait.
+	addConn(fd int) error
+	read(fd int, p []byte) (int, error)
+	buffered(fd int) bool
 	// forget: fd, watched, is about to be closed.
 	forget(fd int)
 	// wait fills events with what is ready, waiting up to ms
@@ -56,6 +62,11 @@ func newEpoll(*Stats) (poller, error) {
 }
 
 func (p *epoll) add(fd int, ev uint32) error { return p.ctl(unix.EPOLL_CTL_ADD, fd, ev) }
+func (p *epoll) addConn(fd int) error        { return p.add(fd, unix.EPOLLIN) }
+func (p *epoll) read(fd int, b []byte) (int, error) {
+	return rawRead(fd, b)
+}
+func (p *epoll) buffered(int) bool           { return false }
 func (p *epoll) mod(fd int, ev uint32) error { return p.ctl(unix.EPOLL_CTL_MOD, fd, ev) }
 
 func (p *epoll) del(fd int) error {

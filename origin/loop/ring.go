@@ -19,7 +19,7 @@ import (
 // wait that is a raw system call (the runtime must not take the thread's
 // P for a wait of a few milliseconds, as with epoll_wait), a ring set up
 // disabled and enabled on the loop's own locked thread (SINGLE_ISSUER,
-// DEFER_TASKRUN), and only the two opcodes the poller uses; the ABI below
+// DEFER_TASKRUN), and only the few opcodes the poller uses; the ABI below
 // is the kernel's include/uapi/linux/io_uring.h.
 type ring struct {
 	fd int
@@ -44,9 +44,10 @@ type sqe struct {
 	off      uint64
 	addr     uint64
 	len      uint32
-	opFlags  uint32 // poll32_events for IORING_OP_POLL_ADD
+	opFlags  uint32 // poll32_events for IORING_OP_POLL_ADD, msg_flags for IORING_OP_RECV
 	userData uint64
-	_        [24]byte
+	bufGroup uint16 // the provided-buffer group a receive picks from (IOSQE_BUFFER_SELECT)
+	_        [22]byte
 }
 
 // cqe is struct io_uring_cqe.
@@ -99,6 +100,12 @@ const (
 	offSQEs            = 0x10000000
 	opPollAdd          = 6
 	opPollRemove       = 7
+	opAsyncCancel      = 14
+	opRecv             = 27
+	sqeBufferSelect    = 1 << 5 // IOSQE_BUFFER_SELECT
+	recvPollFirst      = 1 << 0 // IORING_RECVSEND_POLL_FIRST, in ioprio
+	cqeFBuffer         = 1 << 0 // IORING_CQE_F_BUFFER: the buffer id is in flags>>16
+	registerPbufRing   = 22
 	ringEntries        = 512
 	ringCQEntries      = 4096
 	ringSetupFlags     = setupCQSize | setupClamp | setupRDisabled | setupSubmitAll | setupSingleIssuer | setupDeferTaskrun | setupNoSQArray
@@ -232,13 +239,13 @@ func (r *ring) enter(min uint32, flags uintptr, ms int, raw bool) error {
 }
 
 // reap calls fn for each completion posted, until fn answers false.
-func (r *ring) reap(fn func(userData uint64, res int32) bool) {
+func (r *ring) reap(fn func(userData uint64, res int32, flags uint32) bool) {
 	head := atomic.LoadUint32(r.cqHead)
 	tail := atomic.LoadUint32(r.cqTail)
 	n := 0
 	for more := true; head != tail && more; head++ {
 		c := &r.cqes[head&*r.cqMask]
-		more = fn(c.userData, c.res)
+		more = fn(c.userData, c.res, c.flags)
 		n++
 	}
 	atomic.StoreUint32(r.cqHead, head)

@@ -19,6 +19,10 @@ type Counters[C any] struct {
 	// for auto and fell back to epoll because io_uring was refused.
 	UringSubmissions, UringCompletions, UringEnters C
 	PollerFallbacks                                 C
+	// Requests' bytes the io_uring poller received in its ring (each a
+	// read(2) the loop did not make), and receives that found every
+	// buffer held (the loop then read the socket itself).
+	UringReceives, UringNoBuffers C
 }
 
 // Stats are an engine's live counters.

@@ -27,30 +27,60 @@ import (
 // completion of one removed (or of a descriptor closed and its number
 // reused) is dropped.
 //
+// A connection's socket (addConn) watched for EPOLLIN alone is not
+// polled but received from: a one-shot IORING_OP_RECV picks one of the
+// ring's provided buffers (recvbufs.go) when bytes arrive, and its
+// completion is reported as EPOLLIN with the bytes held for the loop's
+// read, which copies them and costs no system call. One-shot, not
+// multishot: the loop reads nothing while a response is in flight (a
+// client's pipelined requests wait in its socket), so a multishot
+// receive would be cancelled and armed again for every response. A
+// receive is never removed but when its connection closes, so no bytes
+// are lost to a change of what is watched; held bytes are reported
+// again, level-triggered, while EPOLLIN is watched, and its completions
+// are told from those of a closed descriptor's by the connection's epoch.
+//
 // The ring is SINGLE_ISSUER and DEFER_TASKRUN: completions run only in
 // the loop thread's own io_uring_enter, never by interrupting it, so the
 // loop's goroutine is locked to its thread from start to end. A parked
 // loop waits for an eventfd the ring signals while idle(true).
 type uring struct {
 	r     *ring
+	bufs  *recvBufs
+	stats *Stats
 	efd   int // signalled by the ring while the loop is parked
 	fds   []watch
 	dirty []int32 // descriptors whose request is to be armed at the next wait
-	began bool
+	// receives is how many receives are in flight: the buffers stay
+	// mapped while one is.
+	receives int
+	began    bool
 }
 
 // watch is what one descriptor is watched for.
 type watch struct {
 	ev      uint32 // EPOLLIN, EPOLLOUT, EPOLLRDHUP (a poll mask's POLLRDHUP), EPOLLEXCLUSIVE, or 0 (errors and hang-ups only)
-	gen     uint32 // the generation of its current request
-	armedEv uint32 // ev of the request in flight
-	watched bool
-	armed   bool // a request is in flight
-	dirty   bool // listed in dirty
+	armedEv uint32 // ev of the poll request in flight
+	gen     uint16 // the generation of its current poll request
+	epoch   uint16 // of the connection on this descriptor: its receive's completion is kept for it alone
+	// What the last receive brought that the loop has not read: bytes
+	// in buffer held-1 from off to n, or end (1: the peer closed, < 0:
+	// the receive's -errno).
+	held, off, n uint16
+	end          int16
+	watched      bool
+	armed        bool // a poll request is in flight
+	recv         bool // EPOLLIN alone is watched by a receive (addConn)
+	receiving    bool // a receive is in flight
+	dirty        bool // listed in dirty
 }
 
-// removeTag marks a POLL_REMOVE's own completion.
-const removeTag = 1 << 63
+// The kinds of user data besides a poll request's: a removal's or
+// cancellation's own completion, and a receive's.
+const (
+	removeTag = 1 << 63
+	recvTag   = 1 << 62
+)
 
 func newUring(stats *Stats) (poller, error) {
 	r, err := newRing(stats)
@@ -61,9 +91,13 @@ func newUring(stats *Stats) (poller, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &uring{r: r, efd: efd}
+	u := &uring{r: r, efd: efd, stats: stats}
 	r.signals(false)
 	if err := r.notify(efd); err != nil {
+		u.close()
+		return nil, err
+	}
+	if u.bufs, err = newRecvBufs(r); err != nil {
 		u.close()
 		return nil, err
 	}
@@ -95,8 +129,18 @@ func (u *uring) add(fd int, ev uint32) error {
 			return err
 		}
 	}
-	w.ev, w.watched = ev, true
+	w.ev, w.watched, w.recv = ev, true, false
 	u.mark(fd)
+	return nil
+}
+
+// addConn watches a connection's socket for EPOLLIN: by receiving from
+// it into the ring's buffers.
+func (u *uring) addConn(fd int) error {
+	if err := u.add(fd, unix.EPOLLIN); err != nil {
+		return err
+	}
+	u.fds[fd].recv = true
 	return nil
 }
 
@@ -128,30 +172,51 @@ func (u *uring) del(fd int) error {
 	return nil
 }
 
-// forget removes fd's request with the next wait's submissions: a
+// forget removes fd's requests with the next wait's submissions: a
 // request holds its file, so a descriptor closed with one in flight
-// would stay open until then.
+// would stay open until then. Bytes received and not read are dropped
+// with the connection.
 func (u *uring) forget(fd int) {
 	if fd >= len(u.fds) {
 		return
 	}
-	if u.fds[fd].armed {
+	w := &u.fds[fd]
+	if w.armed {
 		u.remove(fd) // fails only when the full queue cannot be submitted: the ring is broken, and the next wait says so
 	}
-	u.fds[fd].watched = false
+	if w.receiving {
+		u.cancel(recvUserData(fd, w.epoch))
+		w.receiving = false
+	}
+	if w.held != 0 {
+		u.bufs.give(w.held - 1)
+	}
+	w.held, w.off, w.n, w.end = 0, 0, 0, 0
+	w.epoch++
+	w.watched, w.recv = false, false
 }
 
-// remove queues the removal of fd's request in flight; its completion,
-// and the request's own (-ECANCELED), are dropped.
+// remove queues the removal of fd's poll request in flight; its
+// completion, and the request's own (-ECANCELED), are dropped.
 func (u *uring) remove(fd int) error {
 	w := &u.fds[fd]
 	s, err := u.r.next()
 	if err != nil {
 		return err
 	}
-	s.opcode, s.fd, s.addr, s.userData = opPollRemove, -1, userData(fd, w.gen), removeTag
+	s.opcode, s.fd, s.addr, s.userData = opPollRemove, -1, pollUserData(fd, w.gen), removeTag
 	w.gen++
 	w.armed = false
+	return nil
+}
+
+// cancel queues the cancellation of the request with user data ud.
+func (u *uring) cancel(ud uint64) error {
+	s, err := u.r.next()
+	if err != nil {
+		return err
+	}
+	s.opcode, s.fd, s.addr, s.userData = opAsyncCancel, -1, ud, removeTag
 	return nil
 }
 
@@ -162,38 +227,91 @@ func (u *uring) mark(fd int) {
 	}
 }
 
-func userData(fd int, gen uint32) uint64 { return uint64(gen)<<32 | uint64(uint32(fd)) }
+func pollUserData(fd int, gen uint16) uint64 { return uint64(gen)<<32 | uint64(uint32(fd)) }
+func recvUserData(fd int, epoch uint16) uint64 {
+	return recvTag | uint64(epoch)<<32 | uint64(uint32(fd))
+}
 
-// arm queues a poll request for each watched descriptor that has none.
-func (u *uring) arm() error {
+// arm queues a request for each watched descriptor that has none: a
+// receive for a connection watched for EPOLLIN alone, a poll otherwise.
+// A descriptor whose received bytes (or end) wait to be read, and that
+// is watched for EPOLLIN, is reported into events at once instead, as
+// many as fit.
+func (u *uring) arm(events []unix.EpollEvent) (int, error) {
+	n := 0
 	for i, fd := range u.dirty {
 		w := &u.fds[fd]
 		if !w.dirty {
 			continue
 		}
-		if w.watched && !w.armed {
-			s, err := u.r.next()
+		if w.watched {
+			var err error
+			switch {
+			case w.ev&unix.EPOLLIN != 0 && w.pending():
+				if n == len(events) {
+					u.dirty = u.dirty[i:]
+					return n, nil
+				}
+				events[n] = unix.EpollEvent{Events: unix.EPOLLIN, Fd: fd}
+				n++
+			case w.recv && w.ev == unix.EPOLLIN:
+				if !w.receiving {
+					err = u.receive(int(fd))
+				}
+			case !w.armed:
+				err = u.poll(int(fd))
+			}
 			if err != nil {
 				u.dirty = u.dirty[i:]
-				return err
+				return n, err
 			}
-			s.opcode, s.fd, s.userData = opPollAdd, fd, userData(int(fd), w.gen)
-			s.opFlags = w.ev | unix.EPOLLERR | unix.EPOLLHUP
-			w.armed, w.armedEv = true, w.ev
 		}
 		w.dirty = false
 	}
 	u.dirty = u.dirty[:0]
+	return n, nil
+}
+
+func (u *uring) poll(fd int) error {
+	w := &u.fds[fd]
+	s, err := u.r.next()
+	if err != nil {
+		return err
+	}
+	s.opcode, s.fd, s.userData = opPollAdd, int32(fd), pollUserData(fd, w.gen)
+	s.opFlags = w.ev | unix.EPOLLERR | unix.EPOLLHUP
+	w.armed, w.armedEv = true, w.ev
 	return nil
 }
 
-// wait arms what needs arming, submits it, and reports the completions:
-// one io_uring_enter, none when completions are already waiting.
-func (u *uring) wait(events []unix.EpollEvent, ms int) (int, error) {
-	if err := u.arm(); err != nil {
-		return 0, err
+// receive queues a one-shot receive on fd into one of the ring's
+// buffers, picked when bytes arrive (IORING_RECVSEND_POLL_FIRST: a
+// connection armed after its answer rarely has its next request yet).
+func (u *uring) receive(fd int) error {
+	w := &u.fds[fd]
+	s, err := u.r.next()
+	if err != nil {
+		return err
 	}
-	n := u.collect(events)
+	s.opcode, s.fd, s.ioprio, s.flags, s.bufGroup = opRecv, int32(fd), recvPollFirst, sqeBufferSelect, recvBufGroup
+	s.len = recvBufSize
+	s.userData = recvUserData(fd, w.epoch)
+	w.receiving = true
+	u.receives++
+	return nil
+}
+
+func (w *watch) pending() bool { return w.held != 0 || w.end != 0 }
+
+// wait arms what needs arming, submits it, and reports the completions
+// (and what waits to be read): one io_uring_enter, none when completions
+// are already waiting.
+func (u *uring) wait(events []unix.EpollEvent, ms int) (int, error) {
+	n, err := u.arm(events)
+	if err != nil {
+		return n, err
+	}
+	n += u.collect(events[n:])
 	min := uint32(1)
 	if n > 0 || ms == 0 {
 		min = 0
@@ -214,20 +332,27 @@ func (u *uring) collect(events []unix.EpollEvent) int {
 	if len(events) == 0 {
 		return 0
 	}
-	u.r.reap(func(ud uint64, res int32) bool {
-		if ud&removeTag != 0 {
+	u.r.reap(func(ud uint64, res int32, flags uint32) bool {
+		fd := int(uint32(ud))
+		var ev uint32
+		switch {
+		case ud&removeTag != 0:
 			return true
-		}
-		fd, gen := int(uint32(ud)), uint32(ud>>32)
-		if fd >= len(u.fds) || u.fds[fd].gen != gen || !u.fds[fd].armed {
-			return true // removed, or its descriptor closed since
-		}
-		w := &u.fds[fd]
-		w.armed = false
-		u.mark(fd)
-		ev := uint32(res)
-		if res < 0 {
-			ev = unix.EPOLLERR
+		case ud&recvTag != 0:
+			var ok bool
+			if ev, ok = u.received(fd, uint16(ud>>32), res, flags); !ok {
+				return true
+			}
+		default:
+			if fd >= len(u.fds) || u.fds[fd].gen != uint16(ud>>32) || !u.fds[fd].armed {
+				return true // removed, or its descriptor closed since
+			}
+			u.fds[fd].armed = false
+			u.mark(fd)
+			ev = uint32(res)
+			if res < 0 {
+				ev = unix.EPOLLERR
+			}
 		}
 		events[n] = unix.EpollEvent{Events: ev, Fd: int32(fd)}
 		n++
@@ -235,6 +360,75 @@ func (u *uring) collect(events []unix.EpollEvent) int {
 	})
 	return n
 }
+
+// received keeps what a receive on fd brought for the loop's read, and
+// says whether to report EPOLLIN now (fd is watched for it).
+func (u *uring) received(fd int, epoch uint16, res int32, flags uint32) (uint32, bool) {
+	u.receives--
+	bid, hasBuf := uint16(flags>>16), flags&cqeFBuffer != 0
+	if hasBuf && res <= 0 {
+		u.bufs.give(bid)
+		hasBuf = false
+	}
+	if fd >= len(u.fds) || !u.fds[fd].watched || u.fds[fd].epoch != epoch {
+		if hasBuf {
+			u.bufs.give(bid) // its connection closed since
+		}
+		return 0, false
+	}
+	w := &u.fds[fd]
+	w.receiving = false
+	u.mark(fd)
+	switch {
+	case hasBuf:
+		w.held, w.off, w.n = bid+1, 0, uint16(res)
+		u.stats.UringReceives.Add(1)
+	case res == 0:
+		w.end = 1
+	case res == -int32(unix.ENOBUFS):
+		// Every buffer is held: nothing is kept, and the loop reads
+		// the socket itself.
+		u.stats.UringNoBuffers.Add(1)
+	case res < 0:
+		w.end = int16(max(res, -4095))
+	default:
+		w.end = -int16(unix.EIO) // bytes without a buffer: not asked for
+	}
+	if w.ev&unix.EPOLLIN == 0 {
+		return 0, false // reported by arm once EPOLLIN is watched again
+	}
+	return unix.EPOLLIN, true
+}
+
+// read reads fd's bytes: those a receive brought, or the socket's
+// (after a receive found no buffer, or for a descriptor not received
+// from). A receive's end (the peer's close, an error) is read once its
+// bytes are, and again by every later read.
+func (u *uring) read(fd int, p []byte) (int, error) {
+	if fd < len(u.fds) {
+		w := &u.fds[fd]
+		switch {
+		case w.held != 0:
+			k := copy(p, u.bufs.buf(w.held - 1)[w.off:w.n])
+			w.off += uint16(k)
+			if w.off == w.n {
+				u.bufs.give(w.held - 1)
+				w.held = 0
+			} else {
+				u.mark(fd) // level-triggered: the rest is reported at the next wait
+			}
+			return k, nil
+		case w.end > 0:
+			return 0, nil
+		case w.end < 0:
+			return 0, unix.Errno(-w.end)
+		}
+	}
+	return rawRead(fd, p)
+}
+
+// buffered says whether bytes received on fd wait to be read.
+func (u *uring) buffered(fd int) bool { return fd < len(u.fds) && u.fds[fd].held != 0 }
 
 // fd is the eventfd the ring signals while the loop is parked.
 func (u *uring) fd() int { return u.efd }
@@ -250,10 +444,41 @@ func (u *uring) idle(on bool) {
 }
 
 func (u *uring) close() error {
+	if u.began {
+		u.drainReceives()
+	}
 	u.end()
 	err := u.r.close()
 	unix.Close(u.efd)
+	if u.bufs != nil && u.receives == 0 {
+		// With a receive still in flight the kernel may yet write into
+		// a buffer: the mapping is left (its pages are freed with the
+		// process) rather than risk a write into memory reused since.
+		u.bufs.close()
+	}
 	return err
+}
+
+// drainReceives submits what is queued (the closed connections' cancellations)
+// and reaps until no receive is in flight, for at most about a second.
+func (u *uring) drainReceives() {
+	for range 100 {
+		if u.receives == 0 {
+			return
+		}
+		if err := u.r.enter(1, enterGetEvents, 10, false); err != nil {
+			return
+		}
+		u.r.reap(func(ud uint64, res int32, flags uint32) bool {
+			if ud&recvTag != 0 {
+				u.receives--
+				if flags&cqeFBuffer != 0 {
+					u.bufs.give(uint16(flags >> 16))
+				}
+			}
+			return true
+		})
+	}
 }
 
 // probeRing sets up a ring as a loop would, and closes it: nil when the
@@ -263,7 +488,14 @@ func probeRing() error {
 	if err != nil {
 		return err
 	}
-	return r.close()
+	b, err := newRecvBufs(r)
+	if err != nil {
+		r.close()
+		return err
+	}
+	err = r.close()
+	b.close()
+	return err
 }
 
 // choosePoller resolves Config.Poller: auto is io_uring where probe
