@@ -212,6 +212,7 @@ func loopMetrics(t *table, st *LoopStats) {
 	t.one("loop_uring_completions_total", "io_uring completions the loops reaped (-poller uring).", st.UringCompletions)
 	t.one("loop_uring_enters_total", "io_uring_enter calls of the loops (-poller uring).", st.UringEnters)
 	t.one("loop_uring_receives_total", "Requests' bytes the loops received into their io_uring buffers, each a read(2) not made (-poller uring).", st.UringReceives)
+	t.one("loop_uring_sends_total", "Response sends the loops made in their io_uring rings (-poller uring; also in loop_sends_total).", st.UringSends)
 	t.one("loop_uring_no_buffers_total", "io_uring receives that found every buffer of their loop held; the loop then read the socket itself (-poller uring).", st.UringNoBuffers)
 	t.one("loop_poller_fallbacks_total", "Loop engines that asked for -poller auto and use epoll because the kernel refused io_uring.", st.PollerFallbacks)
 }

@@ -30,6 +30,9 @@ type Conn struct {
 	// (LingerOnClose); lingering: c's write side is shut and what
 	// arrives is dropped until the client closes (closeAfterResponse).
 	lingerWanted, lingering bool
+	// sending: a send of the response's memory parts is queued in the
+	// poller's ring; sent goes on from its completion.
+	sending bool
 
 	list       *list // the timeout list c is in, or nil
 	prev, next *Conn
@@ -204,10 +207,15 @@ func (v netView) SetReadDeadline(time.Time) error  { return nil }
 func (v netView) SetWriteDeadline(time.Time) error { return nil }
 
 // flush sends what the socket takes of c's response: one send per call
-// once the socket is full (a short send), then waits for EPOLLOUT.
+// once the socket is full (a short send), then waits for EPOLLOUT. On
+// io_uring the memory parts' send is queued in the ring (the poller's
+// send) and flush goes on from its completion (sent).
 func (c *Conn) flush() {
 	r := c.resp
 	l := c.l
+	if c.sending {
+		return // sent goes on
+	}
 	if !r.Cursor.Started {
 		r.Cursor.Started, r.Cursor.Began = true, l.now
 		l.writing.push(c, l.now)
@@ -215,11 +223,20 @@ func (c *Conn) flush() {
 parts:
 	for r.Cursor.Part < len(r.Parts) {
 		p := &r.Parts[r.Cursor.Part]
-		var n int64
-		var want int64
+		var n, want int64
 		var err error
 		if p.Mem != nil {
-			n, want, err = sendMem(c.fd, r)
+			k, w, flags := memIov(r, &l.iov)
+			if k > 0 && !l.sendNow && l.p.send(c.fd, l.iov[:k], flags) {
+				c.sending = true
+				return
+			}
+			want = w
+			if k > 0 {
+				var m int
+				m, err = sendmsg(c.fd, l.iov[:k], flags)
+				n = int64(m)
+			}
 		} else {
 			budget := r.Allowance(l.now)
 			if budget <= 0 {
@@ -234,20 +251,7 @@ parts:
 				return
 			}
 		}
-		l.e.stats.Sends.Add(1)
-		switch {
-		case errors.Is(err, unix.EAGAIN):
-			c.setEvents(unix.EPOLLOUT)
-			return
-		case err != nil:
-			l.fail(c, err)
-			return
-		}
-		r.Cursor.Sent += n
-		advance(r, n)
-		if n < want {
-			l.e.stats.ShortSends.Add(1)
-			c.setEvents(unix.EPOLLOUT)
+		if !afterSend(c, r, n, want, err) {
 			return
 		}
 	}
@@ -261,11 +265,59 @@ parts:
 	c.finish(r)
 }
 
-// sendMem sends the memory parts from r.Cursor.Part on, up to the next file part,
-// in one sendmsg on fd; MSG_MORE when a file part follows.
-func sendMem(fd int, r *Response) (n, want int64, err error) {
-	var iov [8]unix.Iovec
-	k := 0
+// afterSend (a function, as sent) takes in a send of n of the want bytes asked, which ended
+// with err: false when c now waits (for room: EPOLLOUT) or has failed.
+func afterSend(c *Conn, r *Response, n, want int64, err error) bool {
+	l := c.l
+	l.e.stats.Sends.Add(1)
+	switch {
+	case errors.Is(err, unix.EAGAIN):
+		c.setEvents(unix.EPOLLOUT)
+		return false
+	case err != nil:
+		l.fail(c, err)
+		return false
+	}
+	r.Cursor.Sent += n
+	advance(r, n)
+	if n < want {
+		l.e.stats.ShortSends.Add(1)
+		c.setEvents(unix.EPOLLOUT)
+		return false
+	}
+	return true
+}
+
+// sent goes on with c's response after the completion of a send queued
+// in the ring: res bytes sent, or -errno. A function, not a method:
+// Conn's methods are its API.
+func sent(c *Conn, res int32) {
+	c.sending = false
+	r := c.resp
+	if c.closed || r == nil {
+		return
+	}
+	_, want, _ := memIov(r, &c.l.iov)
+	var err error
+	if res < 0 {
+		err, res = unix.Errno(-res), 0
+	}
+	if !afterSend(c, r, int64(res), want, err) {
+		return
+	}
+	c.flush()
+	if !c.closed && c.resp == nil {
+		c.l.process(c)
+	}
+}
+
+// maxSendIov bounds the memory parts one send carries.
+const maxSendIov = 8
+
+// memIov points iov at the memory parts from r.Cursor.Part on, up to the
+// next file part: k of them (empty ones left out), want bytes in all,
+// and the send's flags (MSG_MORE when a file part follows).
+func memIov(r *Response, iov *[maxSendIov]unix.Iovec) (k int, want int64, flags int) {
 	i := r.Cursor.Part
 	for ; i < len(r.Parts) && r.Parts[i].Mem != nil && k < len(iov); i++ {
 		m := r.Parts[i].Mem
@@ -280,15 +332,11 @@ func sendMem(fd int, r *Response) (n, want int64, err error) {
 		want += int64(len(m))
 		k++
 	}
-	if k == 0 {
-		return 0, 0, nil
-	}
-	flags := unix.MSG_NOSIGNAL
+	flags = unix.MSG_NOSIGNAL
 	if i < len(r.Parts) {
 		flags |= unix.MSG_MORE
 	}
-	m, err := sendmsg(fd, iov[:k], flags)
-	return int64(m), want, err
+	return k, want, flags
 }
 
 // pace waits, reading nothing and sending nothing, for the next quantum

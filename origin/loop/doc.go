@@ -25,7 +25,11 @@
 //     connection waiting for a request is not polled but received from,
 //     into one of the ring's provided buffers (recvbufs.go), so the
 //     loop's reads cost no system call and an idle connection still
-//     holds no buffer; sends are the same system calls on both.
+//     holds no buffer; a response's memory parts (its header, a
+//     playlist) are sent by a sendmsg queued in the ring with
+//     MSG_DONTWAIT, submitted with the iteration's wait, and the
+//     response goes on from its completion; file spans leave by
+//     sendfile(2) on both.
 //     PollerAuto takes io_uring where the kernel allows it and epoll
 //     where it refuses (a container's seccomp profile,
 //     kernel.io_uring_disabled), said once in the log.

@@ -37,9 +37,11 @@ type loop struct {
 	lingering              list // closed by the server, dropping what still arrives
 	paced                  list // responses waiting for their next quantum (Response.Rate)
 
-	free    [][]byte // read buffers not in use (cap ReadBuffer)
-	copyBuf []byte   // sendfile fallback: one pread+send at a time on this thread
-	dropBuf []byte   // what lingering connections still receive is read into it and dropped
+	free    [][]byte               // read buffers not in use (cap ReadBuffer)
+	copyBuf []byte                 // sendfile fallback: one pread+send at a time on this thread
+	iov     [maxSendIov]unix.Iovec // a send's vector, built on this thread (flush)
+	sendNow bool                   // flush sends itself, not through the poller's ring
+	dropBuf []byte                 // what lingering connections still receive is read into it and dropped
 
 	acceptPaused time.Time // accept paused until then (out of descriptors); zero: accepting
 	acceptWait   time.Duration
@@ -179,7 +181,12 @@ func (l *loop) run() {
 			case fd == l.lfd && l.lfd >= 0:
 				l.accept()
 			default:
-				if fd < len(l.conns) && l.conns[fd] != nil {
+				if fd >= len(l.conns) || l.conns[fd] == nil {
+					break
+				}
+				if ev.Events&evSent != 0 {
+					sent(l.conns[fd], ev.Pad)
+				} else {
 					l.event(l.conns[fd], ev.Events)
 				}
 			}
@@ -247,7 +254,9 @@ func (l *loop) expire() {
 				l.e.cfg.Handler.Timeout(c, ls == &l.reading && len(c.in) > 0)
 				if c.resp != nil {
 					c.resp.Close = true
-					c.flush() // a last answer (408), best effort
+					l.sendNow = true // a last answer (408), best effort, sent before the close
+					c.flush()
+					l.sendNow = false
 					if c.resp != nil {
 						l.fail(c, errWriteTimeout)
 						continue

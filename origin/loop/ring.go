@@ -100,6 +100,8 @@ const (
 	offSQEs            = 0x10000000
 	opPollAdd          = 6
 	opPollRemove       = 7
+	opNop              = 0
+	opSendmsg          = 9
 	opAsyncCancel      = 14
 	opRecv             = 27
 	sqeBufferSelect    = 1 << 5 // IOSQE_BUFFER_SELECT
@@ -204,6 +206,16 @@ func (r *ring) next() (*sqe, error) {
 	r.tail++
 	return s, nil
 }
+
+// at is the index of the SQE next returned last (for submitted and nop).
+func (r *ring) at() uint32 { return r.tail - 1 }
+
+// submitted says whether the kernel has taken SQE i.
+func (r *ring) submitted(i uint32) bool { return int32(i-atomic.LoadUint32(r.sqHead)) < 0 }
+
+// nop turns SQE i, not yet submitted, into a no-op whose completion is
+// dropped (its user data is removeTag).
+func (r *ring) nop(i uint32) { r.sqes[i&*r.sqMask] = sqe{opcode: opNop, userData: removeTag} }
 
 // pending is how many SQEs wait for the next enter.
 func (r *ring) pending() uint32 { return r.tail - atomic.LoadUint32(r.sqHead) }

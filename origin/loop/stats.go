@@ -23,6 +23,8 @@ type Counters[C any] struct {
 	// read(2) the loop did not make), and receives that found every
 	// buffer held (the loop then read the socket itself).
 	UringReceives, UringNoBuffers C
+	// Sends made in the io_uring poller's ring (counted in Sends too).
+	UringSends C
 }
 
 // Stats are an engine's live counters.

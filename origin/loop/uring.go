@@ -5,6 +5,7 @@ package loop
 import (
 	"fmt"
 	"runtime"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,7 +55,17 @@ type uring struct {
 	// receives is how many receives are in flight: the buffers stay
 	// mapped while one is.
 	receives int
-	began    bool
+	// The message headers of the sends queued since the last enter: the
+	// kernel copies them when it takes the SQEs.
+	slots  []sendSlot
+	nslots int
+	began  bool
+}
+
+// sendSlot is one queued send's message header and vector.
+type sendSlot struct {
+	hdr unix.Msghdr
+	iov [maxSendIov]unix.Iovec
 }
 
 // watch is what one descriptor is watched for.
@@ -69,10 +80,12 @@ type watch struct {
 	held, off, n uint16
 	end          int16
 	watched      bool
-	armed        bool // a poll request is in flight
-	recv         bool // EPOLLIN alone is watched by a receive (addConn)
-	receiving    bool // a receive is in flight
-	dirty        bool // listed in dirty
+	armed        bool   // a poll request is in flight
+	recv         bool   // EPOLLIN alone is watched by a receive (addConn)
+	receiving    bool   // a receive is in flight
+	sending      bool   // a send is queued or its completion not reaped
+	dirty        bool   // listed in dirty
+	sendAt       uint32 // the queued send's SQE
 }
 
 // The kinds of user data besides a poll request's: a removal's or
@@ -80,7 +93,16 @@ type watch struct {
 const (
 	removeTag = 1 << 63
 	recvTag   = 1 << 62
+	sendTag   = 1 << 61
 )
+
+// evSent is the event of a send's completion (uring.send), its result
+// (bytes sent or -errno) in the event's Pad: a bit no epoll event has.
+const evSent = 1 << 27
+
+// sendSlots bounds the sends queued in one loop iteration; more are
+// made by the loop itself.
+const sendSlots = 256
 
 func newUring(stats *Stats) (poller, error) {
 	r, err := newRing(stats)
@@ -91,7 +113,7 @@ func newUring(stats *Stats) (poller, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := &uring{r: r, efd: efd, stats: stats}
+	u := &uring{r: r, efd: efd, stats: stats, slots: make([]sendSlot, sendSlots)}
 	r.signals(false)
 	if err := r.notify(efd); err != nil {
 		u.close()
@@ -188,6 +210,12 @@ func (u *uring) forget(fd int) {
 		u.cancel(recvUserData(fd, w.epoch))
 		w.receiving = false
 	}
+	if w.sending && !u.r.submitted(w.sendAt) {
+		// The response's memory goes back to its Handler now, and the
+		// descriptor's number to the next open: the send must not run.
+		u.r.nop(w.sendAt)
+	}
+	w.sending = false
 	if w.held != 0 {
 		u.bufs.give(w.held - 1)
 	}
@@ -230,6 +258,37 @@ func (u *uring) mark(fd int) {
 func pollUserData(fd int, gen uint16) uint64 { return uint64(gen)<<32 | uint64(uint32(fd)) }
 func recvUserData(fd int, epoch uint16) uint64 {
 	return recvTag | uint64(epoch)<<32 | uint64(uint32(fd))
+}
+func sendUserData(fd int, epoch uint16) uint64 {
+	return sendTag | uint64(epoch)<<32 | uint64(uint32(fd))
+}
+
+// send queues a sendmsg of iov on a connection's socket (addConn), made
+// when the next wait enters the ring, with MSG_DONTWAIT: it sends what
+// the socket takes then, as sendmsg(2) would, and its completion is
+// reported as evSent with the bytes sent or -errno. false: not queued
+// (the iteration's slots are used up, or fd is not a plain connection):
+// the loop sends itself. iov's memory must stay as it is until the
+// completion is reported or fd is forgotten.
+func (u *uring) send(fd int, iov []unix.Iovec, flags int) bool {
+	if fd >= len(u.fds) || !u.fds[fd].recv || u.nslots == len(u.slots) || len(iov) > maxSendIov {
+		return false
+	}
+	w := &u.fds[fd]
+	s, err := u.r.next()
+	if err != nil {
+		return false
+	}
+	sl := &u.slots[u.nslots]
+	u.nslots++
+	copy(sl.iov[:], iov)
+	sl.hdr = unix.Msghdr{Iov: &sl.iov[0]}
+	sl.hdr.SetIovlen(len(iov))
+	s.opcode, s.fd, s.addr = opSendmsg, int32(fd), uint64(uintptr(unsafe.Pointer(&sl.hdr)))
+	s.opFlags = uint32(flags | unix.MSG_DONTWAIT)
+	s.userData = sendUserData(fd, w.epoch)
+	w.sending, w.sendAt = true, u.r.at()
+	return true
 }
 
 // arm queues a request for each watched descriptor that has none: a
@@ -317,9 +376,14 @@ func (u *uring) wait(events []unix.EpollEvent, ms int) (int, error) {
 		min = 0
 	}
 	if n > 0 && u.r.pending() == 0 {
+		u.nslots = 0
 		return n, nil
 	}
-	if err := u.r.enter(min, enterGetEvents, ms, ms >= 0 && ms <= activeWait); err != nil {
+	err = u.r.enter(min, enterGetEvents, ms, ms >= 0 && ms <= activeWait)
+	if u.r.pending() == 0 {
+		u.nslots = 0 // every queued send's header has been copied
+	}
+	if err != nil {
 		return n, err
 	}
 	return n + u.collect(events[n:]), nil
@@ -343,6 +407,18 @@ func (u *uring) collect(events []unix.EpollEvent) int {
 			if ev, ok = u.received(fd, uint16(ud>>32), res, flags); !ok {
 				return true
 			}
+		case ud&sendTag != 0:
+			if fd >= len(u.fds) || !u.fds[fd].watched || u.fds[fd].epoch != uint16(ud>>32) {
+				return true // its connection closed since
+			}
+			u.fds[fd].sending = false
+			// Bytes received while the response was in flight wait
+			// to be reported again once it is done.
+			u.mark(fd)
+			u.stats.UringSends.Add(1)
+			events[n] = unix.EpollEvent{Events: evSent, Fd: int32(fd), Pad: res}
+			n++
+			return n < len(events)
 		default:
 			if fd >= len(u.fds) || u.fds[fd].gen != uint16(ud>>32) || !u.fds[fd].armed {
 				return true // removed, or its descriptor closed since

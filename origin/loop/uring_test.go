@@ -102,3 +102,56 @@ func TestRingAvailable(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUringSendQueued: a send queued in the ring leaves with the next
+// wait, which reports its completion (evSent, the bytes sent in Pad); a
+// send queued for a connection that closes before that wait never
+// leaves (the descriptor's number may be a new connection's by then).
+func TestUringSendQueued(t *testing.T) {
+	p, err := newUring(new(Stats))
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
+		t.Skipf("this kernel refuses io_uring: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := p.(*uring)
+	if err := u.start(); err != nil {
+		t.Fatal(err)
+	}
+	defer u.close()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fds[0])
+	defer unix.Close(fds[1])
+	if err := u.addConn(fds[0]); err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte("hello")
+	iov := []unix.Iovec{{Base: &msg[0]}}
+	iov[0].SetLen(len(msg))
+	events := make([]unix.EpollEvent, 8)
+	if !u.send(fds[0], iov, 0) {
+		t.Fatal("send not queued")
+	}
+	n, err := u.wait(events, 1000)
+	if err != nil || n != 1 || events[0].Events != evSent || int(events[0].Fd) != fds[0] || events[0].Pad != int32(len(msg)) {
+		t.Fatalf("wait: %d events %v, %v; want one evSent of %d bytes on %d", n, events[:n], err, len(msg), fds[0])
+	}
+	got := make([]byte, 16)
+	if k, err := unix.Read(fds[1], got); err != nil || string(got[:k]) != "hello" {
+		t.Fatalf("peer read %q, %v; want %q", got[:max(k, 0)], err, msg)
+	}
+	if !u.send(fds[0], iov, 0) {
+		t.Fatal("second send not queued")
+	}
+	u.forget(fds[0])
+	if n, err := u.wait(events, 0); err != nil || n != 0 {
+		t.Fatalf("wait after forget: %d events %v, %v; want none", n, events[:n], err)
+	}
+	if k, err := unix.Read(fds[1], got); !errors.Is(err, unix.EAGAIN) {
+		t.Fatalf("peer read %q, %v after the connection was forgotten; want nothing (EAGAIN)", got[:max(k, 0)], err)
+	}
+}
