@@ -227,7 +227,7 @@ parts:
 		var err error
 		if p.Mem != nil {
 			k, w, flags := memIov(r, &l.iov)
-			if k > 0 && !l.sendNow && l.p.send(c.fd, l.iov[:k], flags) {
+			if k > 0 && !l.sendNow && l.p.send(c.fd, l.iov[:k], flags, lastSend(c, r, flags)) {
 				c.sending = true
 				return
 			}
@@ -309,6 +309,13 @@ func sent(c *Conn, res int32) {
 	if !c.closed && c.resp == nil {
 		c.l.process(c)
 	}
+}
+
+// lastSend says whether a send with flags ends c's response with nothing
+// waiting on it: no part after it, no More hook, no close, no pipelined
+// request buffered.
+func lastSend(c *Conn, r *Response, flags int) bool {
+	return flags&unix.MSG_MORE == 0 && r.More == nil && !r.Close && !c.closeAfter && len(c.in) == 0 && !c.l.draining
 }
 
 // maxSendIov bounds the memory parts one send carries.

@@ -37,8 +37,9 @@ type poller interface {
 	buffered(fd int) bool
 	// send may queue a sendmsg of iov (at most maxSendIov entries) on
 	// a connection's socket, whose result the wait reports as evSent
-	// (io_uring); false: the loop sends itself.
-	send(fd int, iov []unix.Iovec, flags int) bool
+	// (io_uring); false: the loop sends itself. lazy: the completion
+	// may wait for the next event.
+	send(fd int, iov []unix.Iovec, flags int, lazy bool) bool
 	// forget: fd, watched, is about to be closed.
 	forget(fd int)
 	// wait fills events with what is ready, waiting up to ms
@@ -70,9 +71,9 @@ func (p *epoll) addConn(fd int) error        { return p.add(fd, unix.EPOLLIN) }
 func (p *epoll) read(fd int, b []byte) (int, error) {
 	return rawRead(fd, b)
 }
-func (p *epoll) buffered(int) bool                { return false }
-func (p *epoll) send(int, []unix.Iovec, int) bool { return false }
-func (p *epoll) mod(fd int, ev uint32) error      { return p.ctl(unix.EPOLL_CTL_MOD, fd, ev) }
+func (p *epoll) buffered(int) bool                      { return false }
+func (p *epoll) send(int, []unix.Iovec, int, bool) bool { return false }
+func (p *epoll) mod(fd int, ev uint32) error            { return p.ctl(unix.EPOLL_CTL_MOD, fd, ev) }
 
 func (p *epoll) del(fd int) error {
 	if err := rawEpollCtl(p.epfd, unix.EPOLL_CTL_DEL, fd, nil); err != nil {

@@ -221,15 +221,15 @@ func (r *ring) nop(i uint32) { r.sqes[i&*r.sqMask] = sqe{opcode: opNop, userData
 func (r *ring) pending() uint32 { return r.tail - atomic.LoadUint32(r.sqHead) }
 
 // enter submits the pending SQEs and, with getEvents, runs the ring's
-// completions, waiting up to ms milliseconds (-1: for ever) for at least
-// min of them. raw: a raw system call, invisible to the runtime's
+// completions, waiting up to wait nanoseconds (-1: for ever) for at
+// least min of them. raw: a raw system call, invisible to the runtime's
 // scheduler (the wait is short).
-func (r *ring) enter(min uint32, flags uintptr, ms int, raw bool) error {
+func (r *ring) enter(min uint32, flags uintptr, wait int64, raw bool) error {
 	atomic.StoreUint32(r.sqTail, r.tail)
 	var arg getEventsArg
 	var ts unix.Timespec
-	if ms >= 0 && min > 0 {
-		ts = unix.NsecToTimespec(int64(ms) * 1e6)
+	if wait >= 0 && min > 0 {
+		ts = unix.NsecToTimespec(wait)
 		arg.ts = uint64(uintptr(unsafe.Pointer(&ts)))
 	}
 	before := atomic.LoadUint32(r.sqHead)

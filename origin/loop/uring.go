@@ -5,6 +5,7 @@ package loop
 import (
 	"fmt"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -59,7 +60,10 @@ type uring struct {
 	// kernel copies them when it takes the SQEs.
 	slots  []sendSlot
 	nslots int
-	began  bool
+	// lazy counts the queued sends the loop need not hear of before
+	// its next event (send).
+	lazy  int
+	began bool
 }
 
 // sendSlot is one queued send's message header and vector.
@@ -266,11 +270,14 @@ func sendUserData(fd int, epoch uint16) uint64 {
 // send queues a sendmsg of iov on a connection's socket (addConn), made
 // when the next wait enters the ring, with MSG_DONTWAIT: it sends what
 // the socket takes then, as sendmsg(2) would, and its completion is
-// reported as evSent with the bytes sent or -errno. false: not queued
+// reported as evSent with the bytes sent or -errno. lazy: nothing waits
+// on the completion but the response's end (its last bytes, no
+// pipelined request, no close), so the wait need not return for it
+// alone (wait). false: not queued
 // (the iteration's slots are used up, or fd is not a plain connection):
 // the loop sends itself. iov's memory must stay as it is until the
 // completion is reported or fd is forgotten.
-func (u *uring) send(fd int, iov []unix.Iovec, flags int) bool {
+func (u *uring) send(fd int, iov []unix.Iovec, flags int, lazy bool) bool {
 	if fd >= len(u.fds) || !u.fds[fd].recv || u.nslots == len(u.slots) || len(iov) > maxSendIov {
 		return false
 	}
@@ -288,6 +295,9 @@ func (u *uring) send(fd int, iov []unix.Iovec, flags int) bool {
 	s.opFlags = uint32(flags | unix.MSG_DONTWAIT)
 	s.userData = sendUserData(fd, w.epoch)
 	w.sending, w.sendAt = true, u.r.at()
+	if lazy {
+		u.lazy++
+	}
 	return true
 }
 
@@ -364,30 +374,48 @@ func (w *watch) pending() bool { return w.held != 0 || w.end != 0 }
 
 // wait arms what needs arming, submits it, and reports the completions
 // (and what waits to be read): one io_uring_enter, none when completions
-// are already waiting.
+// are already waiting. With lazy sends queued it waits for one
+// completion more than they make, at most lazyWait: their completions
+// come back at once, and the loop hears of them with the next request
+// instead of entering again for them alone.
 func (u *uring) wait(events []unix.EpollEvent, ms int) (int, error) {
 	n, err := u.arm(events)
 	if err != nil {
 		return n, err
 	}
 	n += u.collect(events[n:])
-	min := uint32(1)
-	if n > 0 || ms == 0 {
-		min = 0
-	}
 	if n > 0 && u.r.pending() == 0 {
-		u.nslots = 0
+		u.nslots, u.lazy = 0, 0
 		return n, nil
 	}
-	err = u.r.enter(min, enterGetEvents, ms, ms >= 0 && ms <= activeWait)
+	min, wait := uint32(1), int64(-1)
+	if ms >= 0 {
+		wait = int64(ms) * int64(time.Millisecond)
+	}
+	switch {
+	case n > 0 || ms == 0:
+		min = 0
+	case u.lazy > 0:
+		min += uint32(u.lazy)
+		if wait < 0 || wait > int64(lazyWait) {
+			wait = int64(lazyWait)
+		}
+	}
+	err = u.r.enter(min, enterGetEvents, wait, ms >= 0 && ms <= activeWait || u.lazy > 0)
 	if u.r.pending() == 0 {
-		u.nslots = 0 // every queued send's header has been copied
+		u.nslots, u.lazy = 0, 0 // every queued send's header has been copied
 	}
 	if err != nil {
 		return n, err
 	}
 	return n + u.collect(events[n:]), nil
 }
+
+// lazyWait bounds how long the loop may not hear of its lazy sends'
+// completions (the responses' last bytes, sent): with no other event
+// by then it takes them in, a response's Done (its access log line)
+// that much late.
+const lazyWait = 200 * time.Microsecond
 
 // collect turns completions into events, at most len(events); the rest
 // wait in the ring for the next call.
@@ -542,7 +570,7 @@ func (u *uring) drainReceives() {
 		if u.receives == 0 {
 			return
 		}
-		if err := u.r.enter(1, enterGetEvents, 10, false); err != nil {
+		if err := u.r.enter(1, enterGetEvents, int64(10*time.Millisecond), false); err != nil {
 			return
 		}
 		u.r.reap(func(ud uint64, res int32, flags uint32) bool {

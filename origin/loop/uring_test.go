@@ -107,6 +107,7 @@ func TestRingAvailable(t *testing.T) {
 // wait, which reports its completion (evSent, the bytes sent in Pad); a
 // send queued for a connection that closes before that wait never
 // leaves (the descriptor's number may be a new connection's by then).
+// A lazy send's completion comes back though nothing else happens.
 func TestUringSendQueued(t *testing.T) {
 	p, err := newUring(new(Stats))
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOSYS) {
@@ -133,7 +134,7 @@ func TestUringSendQueued(t *testing.T) {
 	iov := []unix.Iovec{{Base: &msg[0]}}
 	iov[0].SetLen(len(msg))
 	events := make([]unix.EpollEvent, 8)
-	if !u.send(fds[0], iov, 0) {
+	if !u.send(fds[0], iov, 0, false) {
 		t.Fatal("send not queued")
 	}
 	n, err := u.wait(events, 1000)
@@ -144,7 +145,18 @@ func TestUringSendQueued(t *testing.T) {
 	if k, err := unix.Read(fds[1], got); err != nil || string(got[:k]) != "hello" {
 		t.Fatalf("peer read %q, %v; want %q", got[:max(k, 0)], err, msg)
 	}
-	if !u.send(fds[0], iov, 0) {
+	// A lazy send (a response's last bytes): a wait with nothing else
+	// to come still returns with its completion, after lazyWait.
+	if !u.send(fds[0], iov, 0, true) {
+		t.Fatal("lazy send not queued")
+	}
+	if n, err := u.wait(events, -1); err != nil || n != 1 || events[0].Events != evSent || events[0].Pad != int32(len(msg)) {
+		t.Fatalf("wait for a lazy send: %d events %v, %v; want one evSent of %d bytes", n, events[:n], err, len(msg))
+	}
+	if k, err := unix.Read(fds[1], got); err != nil || string(got[:k]) != "hello" {
+		t.Fatalf("peer read %q, %v after a lazy send; want %q", got[:max(k, 0)], err, msg)
+	}
+	if !u.send(fds[0], iov, 0, false) {
 		t.Fatal("second send not queued")
 	}
 	u.forget(fds[0])
