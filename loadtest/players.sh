@@ -42,9 +42,10 @@ usage: bash loadtest/players.sh [options]
                     (default: one segment's time at -bitrate, at most -d/4;
                     0s: all ask at once, in lockstep from then on)
   -servers LIST     comma-separated, from segorigin (-engine loop, the default),
-                    segorigin-fasthttp (-engine fasthttp), segorigin-base (the
-                    binary SEGORIGIN_BASE_BIN names: another version, in the
-                    same sitting), nginx, nethttp, fasthttpfs
+                    segorigin-fasthttp (-engine fasthttp), segorigin-uring
+                    (-poller uring), segorigin-base (the binary
+                    SEGORIGIN_BASE_BIN names: another version, in the same
+                    sitting), nginx, nethttp, fasthttpfs
                     (segorigin,segorigin-fasthttp,nginx)
   -dir DIR          W1 files: used if present, generated there if not
                     (default: a temporary directory, removed at the end)
@@ -92,7 +93,7 @@ done
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -gt 0 ]] || lt_die "-rounds: want a number > 0"
 IFS=, read -r -a SV <<<"$SERVERS"
 for s in "${SV[@]}"; do
-  case $s in segorigin | segorigin-fasthttp | segorigin-base | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
+  case $s in segorigin | segorigin-fasthttp | segorigin-uring | segorigin-base | nginx | nethttp | fasthttpfs) ;; *) lt_die "unknown server $s" ;; esac
 done
 
 # Every session holds a descriptor in the client, and in the server: raise

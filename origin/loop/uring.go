@@ -307,7 +307,7 @@ func (u *uring) send(fd int, iov []unix.Iovec, flags int, lazy bool) bool {
 // is watched for EPOLLIN, is reported into events at once instead, as
 // many as fit.
 func (u *uring) arm(events []unix.EpollEvent) (int, error) {
-	n := 0
+	n, kept := 0, 0
 	for i, fd := range u.dirty {
 		w := &u.fds[fd]
 		if !w.dirty {
@@ -318,11 +318,18 @@ func (u *uring) arm(events []unix.EpollEvent) (int, error) {
 			switch {
 			case w.ev&unix.EPOLLIN != 0 && w.pending():
 				if n == len(events) {
-					u.dirty = u.dirty[i:]
+					u.dirty = append(u.dirty[:kept], u.dirty[i:]...)
 					return n, nil
 				}
 				events[n] = unix.EpollEvent{Events: unix.EPOLLIN, Fd: fd}
 				n++
+				// Level-triggered, as epoll reports a socket with
+				// bytes in it: again at every wait until they are
+				// read (the loop may not read them now: a full
+				// buffer the Handler grows, a response in flight).
+				u.dirty[kept] = fd
+				kept++
+				continue
 			case w.recv && w.ev == unix.EPOLLIN:
 				if !w.receiving {
 					err = u.receive(int(fd))
@@ -331,13 +338,13 @@ func (u *uring) arm(events []unix.EpollEvent) (int, error) {
 				err = u.poll(int(fd))
 			}
 			if err != nil {
-				u.dirty = u.dirty[i:]
+				u.dirty = append(u.dirty[:kept], u.dirty[i:]...)
 				return n, err
 			}
 		}
 		w.dirty = false
 	}
-	u.dirty = u.dirty[:0]
+	u.dirty = u.dirty[:kept]
 	return n, nil
 }
 
