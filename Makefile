@@ -21,11 +21,12 @@ unit:
 	$(GO) test -count=1 -run 'Alloc' ./...
 
 # The loop engine's suites again with -poller uring (io_uring): the loops'
-# own tests, conformance, parity, hostile clients and the live playlist
+# own tests, conformance, request framing (bodies past the read buffer,
+# pipelining), parity, hostile clients and the live playlist
 # tests players see. Where the kernel refuses io_uring (a container's
 # seccomp profile) it says so and leaves them out.
-URING_CONFORMANCE = '^(TestSingleRanges|TestManyIdenticalRanges|TestTooManyRanges|TestMultipartRanges|TestEmptyFile|TestConditionals|TestIfRangeDateMustBeStrong|TestMethods|TestHeadMatchesGet|TestPaths|TestLargeSparseFile|TestPipelinedKeepAlive|TestAuthTokens|TestLive.*)$$/^HTTP$$'
-URING_CLIENTS = '^(TestParity|TestHostileRequests|TestRefusalNotResetAway|TestSlowloris|TestConnectionLimits)$$'
+URING_CONFORMANCE = '^(TestFraming|TestSingleRanges|TestManyIdenticalRanges|TestTooManyRanges|TestMultipartRanges|TestEmptyFile|TestConditionals|TestIfRangeDateMustBeStrong|TestMethods|TestHeadMatchesGet|TestPaths|TestLargeSparseFile|TestPipelinedKeepAlive|TestAuthTokens|TestLive.*)$$/^HTTP$$'
+URING_CLIENTS = '^(TestInlinePipelined|TestLogLinesBounded|TestParity|TestHostileRequests|TestRefusalNotResetAway|TestSlowloris|TestConnectionLimits)$$'
 uring:
 	@if ! SEGORIGIN_TEST_POLLER=uring $(GO) test -count=1 -run '^TestRingAvailable$$' ./origin/loop >/dev/null; then \
 		echo "uring: this kernel refuses io_uring (a seccomp profile, kernel.io_uring_disabled): the suites on -poller uring are left out"; \
