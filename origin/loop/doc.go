@@ -25,7 +25,10 @@
 //     connection waiting for a request is not polled but received from,
 //     into one of the ring's provided buffers (recvbufs.go), so the
 //     loop's reads cost no system call and an idle connection still
-//     holds no buffer; a response's memory parts (its header, a
+//     holds no buffer; an idle io_uring loop parks in io_uring_enter
+//     itself, an ordinary system call, not on the netpoller (the ring
+//     wakes its submitter at once; its eventfd, late); a response's
+//     memory parts (its header, a
 //     playlist) are sent by a sendmsg queued in the ring with
 //     MSG_DONTWAIT, submitted with the iteration's wait, and the
 //     response goes on from its completion; file spans leave by

@@ -671,7 +671,7 @@ func TestUringBuffersRunOut(t *testing.T) {
 // netpoller between them instead of keeping its P in epoll_wait.
 func TestSparseRequestsPark(t *testing.T) {
 	h := &lineHandler{}
-	// epoll's policy: the io_uring poller waits uringParkAfter first.
+	// epoll, whose parks are on the netpoller.
 	addr, e := startLoop(t, h, func(c *loop.Config) { c.Loops = 1; c.Poller = loop.PollerEpoll })
 	c, err := net.Dial("tcp", addr)
 	if err != nil {

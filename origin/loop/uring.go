@@ -418,6 +418,22 @@ func (u *uring) wait(events []unix.EpollEvent, ms int) (int, error) {
 	return n + u.collect(events[n:]), nil
 }
 
+// block is the io_uring loop's park: a wait in io_uring_enter until an
+// event or next (Unix ns, -1 none), as an ordinary system call, so that
+// the runtime takes the thread's P for other goroutines meanwhile. The
+// ring wakes its submitter itself when a completion's work is queued.
+// (Parked on Go's netpoller through the ring's eventfd instead, a loop
+// learnt of a request 13-20 ms late: with DEFER_TASKRUN the kernel
+// signals the eventfd only when its work list was empty, and may defer
+// the signal through RCU.)
+func (u *uring) block(events []unix.EpollEvent, next, now int64) (int, error) {
+	ms := -1
+	if next >= 0 {
+		ms = int(max((next-now+int64(time.Millisecond)-1)/int64(time.Millisecond), activeWait+1))
+	}
+	return u.wait(events, ms)
+}
+
 // lazyWait bounds how long the loop may not hear of its lazy sends'
 // completions (the responses' last bytes, sent): with no other event
 // by then it takes them in, a response's Done (its access log line)

@@ -44,12 +44,6 @@ const activeWait = 9
 // in epoll_wait, before it parks on Go's netpoller.
 const parkAfter = time.Millisecond
 
-// uringParkAfter is parkAfter on the io_uring poller, which always waits
-// it before parking (window stays on): parking at once there lost the
-// wake-up of a request that came while the loop parked (TestUringServes),
-// so the io_uring loop keeps the policy it was measured with.
-const uringParkAfter = 250 * time.Millisecond
-
 // yieldEvery is how often a loop that has not parked yields its P
 // though no goroutine waits for one: just often enough that sysmon,
 // which preempts a goroutine it has seen running for 10 ms, never does.
@@ -76,17 +70,13 @@ type waitClock struct {
 	// parkAfter (sparse events: the window would only add a wake-up per
 	// event), on again once one did not.
 	window bool
-	// after is parkAfter, or uringParkAfter on the io_uring poller.
-	after int64
+	after  int64 // parkAfter
 }
 
 // newWaitClock is the wait policy's memory for a loop on p, at now.
 func newWaitClock(p poller, now int64) waitClock {
 	wc := waitClock{lastYield: now, lastEvent: now, lastAsked: now, window: true, after: int64(parkAfter)}
 	wc.runnable[0].Name = runnableMetric
-	if _, ok := p.(*uring); ok {
-		wc.after = int64(uringParkAfter)
-	}
 	return wc
 }
 
@@ -108,12 +98,16 @@ func (l *loop) nextEvents(events []unix.EpollEvent, wc *waitClock) (n int, err e
 		if !wc.window || left <= 0 {
 			parked := l.now
 			l.e.stats.Parks.Add(1)
-			n, err = l.park.wait(l.p, events, l.nextDeadline())
+			if u, ok := l.p.(*uring); ok {
+				n, err = u.block(events, l.nextDeadline(), l.now)
+			} else {
+				n, err = l.park.wait(l.p, events, l.nextDeadline())
+			}
 			l.now = time.Now().UnixNano()
 			wc.lastYield = l.now // parked: its P ran whatever else was waiting
 			if n > 0 {
 				wc.lastEvent = l.now
-				wc.window = l.now-parked < wc.after || wc.after == int64(uringParkAfter)
+				wc.window = l.now-parked < wc.after
 			}
 			return n, err
 		}
