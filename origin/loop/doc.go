@@ -27,7 +27,7 @@
 //     loop's reads cost no system call and an idle connection still
 //     holds no buffer; an idle io_uring loop parks in io_uring_enter
 //     itself, an ordinary system call, not on the netpoller (the ring
-//     wakes its submitter at once; its eventfd, late); a response's
+//     wakes its submitter at once; an eventfd registered with it, late); a response's
 //     memory parts (its header, a
 //     playlist) are sent by a sendmsg queued in the ring with
 //     MSG_DONTWAIT, submitted with the iteration's wait, and the

@@ -65,8 +65,10 @@ type Engine struct {
 	log   *slog.Logger
 	loops []*loop
 	stats *Stats
-	// newPoller makes each loop's poller (Config.Poller).
+	// newPoller makes each loop's poller (Config.Poller); poller names
+	// it (PollerEpoll or PollerUring).
 	newPoller func(*Stats) (poller, error)
+	poller    string
 
 	mu       sync.Mutex // protects serving, loops and ln
 	serving  bool
@@ -106,8 +108,13 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	e.newPoller = np
+	e.log.Info("event loops", "loops", cfg.Loops, "poller", e.poller)
 	return e, nil
 }
+
+// Poller says which poller the loops use: PollerEpoll or PollerUring
+// (PollerAuto resolved).
+func (e *Engine) Poller() string { return e.poller }
 
 // Stats returns the engine's counters (live, not a copy).
 func (e *Engine) Stats() *Stats { return e.stats }

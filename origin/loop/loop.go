@@ -21,10 +21,9 @@ import (
 // the connections accepted on it.
 type loop struct {
 	e     *Engine
-	p     poller  // readiness of the listener, the eventfd and the connections
-	park  *parker // where an idle loop waits
-	evfd  int     // eventfd: post wakes the loop through it
-	lfd   int     // the listening socket (shared by every loop); -1 once dropped
+	p     poller // readiness of the listener, the eventfd and the connections
+	evfd  int    // eventfd: post wakes the loop through it
+	lfd   int    // the listening socket (shared by every loop); -1 once dropped
 	conns []*Conn
 	nconn int
 	now   int64 // nanoseconds, read once per wake-up
@@ -68,13 +67,7 @@ func newLoop(e *Engine, lfd int) (*loop, error) {
 	if err != nil {
 		return nil, err
 	}
-	park, err := newParker(p)
-	if err != nil {
-		unix.Close(evfd)
-		p.close()
-		return nil, err
-	}
-	l := &loop{e: e, p: p, park: park, evfd: evfd, lfd: lfd, done: make(chan struct{})}
+	l := &loop{e: e, p: p, evfd: evfd, lfd: lfd, done: make(chan struct{})}
 	l.reading.timeout, l.idle.timeout, l.writing.timeout = e.cfg.ReadTimeout, e.cfg.IdleTimeout, e.cfg.WriteTimeout
 	l.lingering.timeout = lingerTimeout
 	l.paced.timeout = wire.PaceQuantum
@@ -133,7 +126,6 @@ func (l *loop) stop() {
 func (l *loop) closeFDs() {
 	unix.Close(l.evfd)
 	l.p.close()
-	l.park.close()
 }
 
 // run is the loop's goroutine; it returns when draining is over (no

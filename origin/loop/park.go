@@ -12,8 +12,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// parker is where an idle loop waits: an epoll instance whose one entry
-// is the poller's descriptor (readable while it has events ready), given
+// parker is where an idle epoll loop waits: an epoll instance whose one
+// entry is the loop's epoll descriptor (readable while it has events ready), given
 // to Go's netpoller. The entry is armed only while the loop is parked:
 // armed for good, every event of a busy loop would also wake the
 // netpoller's thread for nothing.
@@ -21,7 +21,7 @@ type parker struct {
 	file *os.File
 	raw  syscall.RawConn // file's, for the wait
 	set  int64           // the deadline file has now (Unix ns; -1 none)
-	pfd  int             // the poller's descriptor
+	pfd  int             // the loop's epoll descriptor
 
 	// What a wait's check reads and leaves (check, bound once in
 	// newParker: a closure made per wait would be three allocations a
@@ -33,12 +33,12 @@ type parker struct {
 	check  func(uintptr) bool
 }
 
-func newParker(p poller) (*parker, error) {
+func newParker(pfd int) (*parker, error) {
 	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("loop: epoll_create1 (park): %w", err)
 	}
-	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, p.fd(), &unix.EpollEvent{Fd: int32(p.fd())}); err != nil {
+	if err := unix.EpollCtl(fd, unix.EPOLL_CTL_ADD, pfd, &unix.EpollEvent{Fd: int32(pfd)}); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("loop: epoll_ctl (park): %w", err)
 	}
@@ -46,7 +46,7 @@ func newParker(p poller) (*parker, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("loop: park descriptor non-blocking: %w", err)
 	}
-	k := &parker{file: os.NewFile(uintptr(fd), "loop-park"), set: -1, pfd: p.fd()}
+	k := &parker{file: os.NewFile(uintptr(fd), "loop-park"), set: -1, pfd: pfd}
 	rc, err := k.file.SyscallConn()
 	if err != nil {
 		k.file.Close()
@@ -79,8 +79,6 @@ func (k *parker) wait(p poller, events []unix.EpollEvent, next int64) (n int, er
 		}
 		k.set = next
 	}
-	p.idle(true)
-	defer p.idle(false)
 	if err := k.arm(unix.EPOLLIN); err != nil {
 		return 0, err
 	}

@@ -48,22 +48,31 @@ type poller interface {
 	// running (the loop yields between such waits); a longer one is a
 	// blocking system call the runtime may take the P from.
 	wait(events []unix.EpollEvent, ms int) (int, error)
-	// fd is readable while events are ready, between idle(true) and
-	// idle(false): a parked loop waits for it on Go's netpoller.
-	fd() int
-	idle(on bool)
+	// park is an idle loop's wait, until an event or next (Unix ns, -1
+	// none; n 0 then), as a wait the runtime takes the thread's P from:
+	// on Go's netpoller for epoll, in io_uring_enter for io_uring.
+	park(events []unix.EpollEvent, next, now int64) (int, error)
 	close() error
 }
 
-// epoll is the poller of every loop today: level-triggered epoll(7).
-type epoll struct{ epfd int }
+// epoll is the default poller: level-triggered epoll(7), parked on Go's
+// netpoller when idle (parker).
+type epoll struct {
+	epfd int
+	pk   *parker
+}
 
 func newEpoll(*Stats) (poller, error) {
 	fd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, fmt.Errorf("loop: epoll_create1: %w", err)
 	}
-	return &epoll{epfd: fd}, nil
+	pk, err := newParker(fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return &epoll{epfd: fd, pk: pk}, nil
 }
 
 func (p *epoll) add(fd int, ev uint32) error { return p.ctl(unix.EPOLL_CTL_ADD, fd, ev) }
@@ -104,9 +113,18 @@ func (p *epoll) wait(events []unix.EpollEvent, ms int) (int, error) {
 	return int(r), nil
 }
 
-func (p *epoll) fd() int       { return p.epfd }
-func (p *epoll) close() error  { return unix.Close(p.epfd) }
+func (p *epoll) park(events []unix.EpollEvent, next, _ int64) (int, error) {
+	return p.pk.wait(p, events, next)
+}
+
+func (p *epoll) close() error {
+	err := unix.Close(p.epfd)
+	if cerr := p.pk.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 func (p *epoll) start() error  { return nil }
 func (p *epoll) end()          {}
-func (p *epoll) idle(bool)     {}
 func (p *epoll) forget(fd int) {} // closing fd takes it out of the set

@@ -27,7 +27,6 @@ type ring struct {
 	sqHead, sqTail, sqMask *uint32
 	sqes                   []sqe
 	cqHead, cqTail, cqMask *uint32
-	cqFlags                *uint32
 	cqes                   []cqe
 	tail                   uint32 // the next SQE's index (published to sqTail by flush)
 
@@ -93,9 +92,7 @@ const (
 	enterExtArg        = 1 << 3
 	featSingleMmap     = 1 << 0
 	featExtArg         = 1 << 8
-	registerEventfd    = 4
 	registerEnable     = 12
-	cqEventfdDisabled  = 1 << 0
 	offSQRing          = 0
 	offSQEs            = 0x10000000
 	opPollAdd          = 6
@@ -154,7 +151,7 @@ func (r *ring) mmap(p *params) error {
 	r.sqeMem = sqes
 	at := func(off uint32) *uint32 { return (*uint32)(unsafe.Pointer(&mem[off])) }
 	r.sqHead, r.sqTail, r.sqMask = at(p.sqOff.head), at(p.sqOff.tail), at(p.sqOff.mask)
-	r.cqHead, r.cqTail, r.cqMask, r.cqFlags = at(p.cqOff.head), at(p.cqOff.tail), at(p.cqOff.mask), at(p.cqOff.f6)
+	r.cqHead, r.cqTail, r.cqMask = at(p.cqOff.head), at(p.cqOff.tail), at(p.cqOff.mask)
 	r.sqes = unsafe.Slice((*sqe)(unsafe.Pointer(&sqes[0])), p.sqEntries)
 	r.cqes = unsafe.Slice((*cqe)(unsafe.Pointer(&mem[p.cqOff.f5])), p.cqEntries)
 	r.tail = atomic.LoadUint32(r.sqTail)
@@ -168,30 +165,11 @@ func (r *ring) enable() error {
 	return r.register(registerEnable, nil, 0)
 }
 
-// notify registers efd: the kernel signals it when completions wait for
-// the submitter, unless cqEventfdDisabled is set (signals).
-func (r *ring) notify(efd int) error {
-	v := int32(efd)
-	return r.register(registerEventfd, unsafe.Pointer(&v), 1)
-}
-
 func (r *ring) register(op uintptr, arg unsafe.Pointer, n uintptr) error {
 	if _, _, e := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(r.fd), op, uintptr(arg), n, 0, 0); e != 0 {
 		return fmt.Errorf("loop: io_uring_register %d: %w", op, e)
 	}
 	return nil
-}
-
-// signals turns the registered eventfd's signals on (a parked loop waits
-// for it) or off (a running loop reaps without them).
-func (r *ring) signals(on bool) {
-	f := atomic.LoadUint32(r.cqFlags)
-	if on {
-		f &^= cqEventfdDisabled
-	} else {
-		f |= cqEventfdDisabled
-	}
-	atomic.StoreUint32(r.cqFlags, f)
 }
 
 // next returns a cleared SQE to fill; a full queue is submitted first.

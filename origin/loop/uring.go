@@ -45,12 +45,11 @@ import (
 // The ring is SINGLE_ISSUER and DEFER_TASKRUN: completions run only in
 // the loop thread's own io_uring_enter, never by interrupting it, so the
 // loop's goroutine is locked to its thread from start to end. A parked
-// loop waits for an eventfd the ring signals while idle(true).
+// loop waits in io_uring_enter (park).
 type uring struct {
 	r     *ring
 	bufs  *recvBufs
 	stats *Stats
-	efd   int // signalled by the ring while the loop is parked
 	fds   []watch
 	dirty []int32 // descriptors whose request is to be armed at the next wait
 	// receives is how many receives are in flight: the buffers stay
@@ -113,16 +112,7 @@ func newUring(stats *Stats) (poller, error) {
 	if err != nil {
 		return nil, err
 	}
-	efd, err := newEventfd(r)
-	if err != nil {
-		return nil, err
-	}
-	u := &uring{r: r, efd: efd, stats: stats, slots: make([]sendSlot, sendSlots)}
-	r.signals(false)
-	if err := r.notify(efd); err != nil {
-		u.close()
-		return nil, err
-	}
+	u := &uring{r: r, stats: stats, slots: make([]sendSlot, sendSlots)}
 	if u.bufs, err = newRecvBufs(r); err != nil {
 		u.close()
 		return nil, err
@@ -418,15 +408,15 @@ func (u *uring) wait(events []unix.EpollEvent, ms int) (int, error) {
 	return n + u.collect(events[n:]), nil
 }
 
-// block is the io_uring loop's park: a wait in io_uring_enter until an
-// event or next (Unix ns, -1 none), as an ordinary system call, so that
-// the runtime takes the thread's P for other goroutines meanwhile. The
-// ring wakes its submitter itself when a completion's work is queued.
-// (Parked on Go's netpoller through the ring's eventfd instead, a loop
-// learnt of a request 13-20 ms late: with DEFER_TASKRUN the kernel
-// signals the eventfd only when its work list was empty, and may defer
-// the signal through RCU.)
-func (u *uring) block(events []unix.EpollEvent, next, now int64) (int, error) {
+// park is the io_uring loop's: a wait in io_uring_enter until an event
+// or next (Unix ns, -1 none), as an ordinary system call, so that the
+// runtime takes the thread's P for other goroutines meanwhile. The ring
+// wakes its submitter itself when a completion's work is queued.
+// (Parked on Go's netpoller through an eventfd registered with the ring
+// instead, a loop learnt of a request 13-20 ms late: with DEFER_TASKRUN
+// the kernel signals the eventfd only when its work list was empty, and
+// may defer the signal through RCU.)
+func (u *uring) park(events []unix.EpollEvent, next, now int64) (int, error) {
 	ms := -1
 	if next >= 0 {
 		ms = int(max((next-now+int64(time.Millisecond)-1)/int64(time.Millisecond), activeWait+1))
@@ -557,26 +547,12 @@ func (u *uring) read(fd int, p []byte) (int, error) {
 // buffered says whether bytes received on fd wait to be read.
 func (u *uring) buffered(fd int) bool { return fd < len(u.fds) && u.fds[fd].held != 0 }
 
-// fd is the eventfd the ring signals while the loop is parked.
-func (u *uring) fd() int { return u.efd }
-
-// idle turns the eventfd's signals on before the loop parks, with what
-// an earlier park left in it drained, and off once it runs again.
-func (u *uring) idle(on bool) {
-	u.r.signals(on)
-	if on {
-		var b [8]byte
-		unix.Read(u.efd, b[:])
-	}
-}
-
 func (u *uring) close() error {
 	if u.began {
 		u.drainReceives()
 	}
 	u.end()
 	err := u.r.close()
-	unix.Close(u.efd)
 	if u.bufs != nil && u.receives == 0 {
 		// With a receive still in flight the kernel may yet write into
 		// a buffer: the mapping is left (its pages are freed with the
@@ -630,6 +606,7 @@ func probeRing() error {
 // profile or kernel.io_uring_disabled, ENOSYS, EINVAL on a kernel
 // without the flags), logged once and counted.
 func (e *Engine) choosePoller(probe func() error) (func(*Stats) (poller, error), error) {
+	e.poller = PollerEpoll
 	switch e.cfg.Poller {
 	case "", PollerEpoll:
 		return newEpoll, nil
@@ -640,6 +617,7 @@ func (e *Engine) choosePoller(probe func() error) (func(*Stats) (poller, error),
 	err := probe()
 	switch {
 	case err == nil:
+		e.poller = PollerUring
 		return newUring, nil
 	case e.cfg.Poller == PollerUring:
 		return nil, fmt.Errorf("loop: -poller uring: io_uring refused: %w", err)

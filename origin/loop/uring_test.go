@@ -51,6 +51,13 @@ func TestPollerChoice(t *testing.T) {
 			if reflect.ValueOf(got).Pointer() != reflect.ValueOf(tc.want).Pointer() {
 				t.Errorf("choosePoller(%q) with refusal %v: not the poller wanted", tc.poller, tc.refusal)
 			}
+			name := PollerEpoll
+			if reflect.ValueOf(tc.want).Pointer() == reflect.ValueOf(newUring).Pointer() {
+				name = PollerUring
+			}
+			if e.Poller() != name {
+				t.Errorf("choosePoller(%q) with refusal %v: Poller() %q, want %q", tc.poller, tc.refusal, e.Poller(), name)
+			}
 			lines := strings.Count(logged.String(), "io_uring refused")
 			if fb := e.stats.PollerFallbacks.Load(); (fb == 1) != tc.fallback || (lines == 1) != tc.fallback || fb > 1 || lines > 1 {
 				t.Errorf("choosePoller(%q) with refusal %v: %d fallbacks counted, %d log lines; want %v", tc.poller, tc.refusal, fb, lines, tc.fallback)

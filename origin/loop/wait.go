@@ -98,11 +98,7 @@ func (l *loop) nextEvents(events []unix.EpollEvent, wc *waitClock) (n int, err e
 		if !wc.window || left <= 0 {
 			parked := l.now
 			l.e.stats.Parks.Add(1)
-			if u, ok := l.p.(*uring); ok {
-				n, err = u.block(events, l.nextDeadline(), l.now)
-			} else {
-				n, err = l.park.wait(l.p, events, l.nextDeadline())
-			}
+			n, err = l.p.park(events, l.nextDeadline(), l.now)
 			l.now = time.Now().UnixNano()
 			wc.lastYield = l.now // parked: its P ran whatever else was waiting
 			if n > 0 {
