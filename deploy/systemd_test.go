@@ -125,6 +125,30 @@ func TestPackageUnderSystemd(t *testing.T) {
 			t.Errorf("after logrotate, access.log holds %q, want the one request made since", got)
 		}
 	})
+	t.Run("poller auto: io_uring under the shipped unit, epoll where a drop-in forbids it", func(t *testing.T) {
+		// The shipped unit's @system-service filter allows io_uring
+		// (its @aio): -poller auto gives the loops io_uring. A drop-in
+		// that filters io_uring_setup out, as a container's seccomp
+		// profile does, leaves them on epoll: the server starts, says
+		// so once, and serves.
+		get := func(when string) {
+			if got := c.sh(t, "curl -sS --fail --retry 10 --retry-delay 1 http://127.0.0.1/hls/master.m3u8"); got != playlist {
+				t.Errorf("%s: GET /hls/master.m3u8 = %q, want %q", when, got, playlist)
+			}
+		}
+		c.sh(t, "cp /etc/default/segorigin /etc/default/segorigin.poller && echo SEGORIGIN_POLLER=auto >> /etc/default/segorigin && systemctl restart segorigin")
+		get("-poller auto under the shipped unit")
+		if j := invocationLog(t, c); strings.Contains(j, "io_uring refused") || !strings.Contains(j, `"poller":"uring"`) {
+			t.Errorf("-poller auto under the shipped unit: the journal does not say the loops use io_uring:\n%s", j)
+		}
+		c.sh(t, "install -d /etc/systemd/system/segorigin.service.d && printf '[Service]\\nSystemCallFilter=~io_uring_setup\\n' > /etc/systemd/system/segorigin.service.d/no-io_uring.conf && systemctl daemon-reload && systemctl restart segorigin")
+		get("-poller auto with io_uring_setup filtered out")
+		if j := invocationLog(t, c); strings.Count(j, "io_uring refused") != 1 || !strings.Contains(j, `"poller":"epoll"`) {
+			t.Errorf("-poller auto with io_uring_setup filtered out: the journal does not say once that the loops use epoll:\n%s", j)
+		}
+		c.sh(t, "rm -r /etc/systemd/system/segorigin.service.d && mv /etc/default/segorigin.poller /etc/default/segorigin && systemctl daemon-reload && systemctl restart segorigin")
+		get("back to the shipped settings")
+	})
 	t.Run("a paused writer is not published", func(t *testing.T) {
 		// A segment written in place by another user (root here), its
 		// writer pausing longer than -settle (2 s) with the file open:
@@ -253,6 +277,12 @@ func TestPackageUnderSystemd(t *testing.T) {
 }
 
 // checkLogMode: path is 0640, owned by segorigin, group adm.
+// invocationLog is the journal of the service's current run.
+func invocationLog(t *testing.T, c *container) string {
+	t.Helper()
+	return c.sh(t, "journalctl -u segorigin --no-pager -o cat _SYSTEMD_INVOCATION_ID=$(systemctl show -p InvocationID --value segorigin)")
+}
+
 func checkLogMode(t *testing.T, c *container, path string) {
 	t.Helper()
 	if got, want := c.sh(t, "stat -c '%a %U %G' "+path), "640 segorigin adm\n"; got != want {
