@@ -155,7 +155,7 @@ func (l *loop) run() {
 	}
 	events := make([]unix.EpollEvent, 256)
 	l.now = time.Now().UnixNano()
-	wc := newWaitClock(l.p, l.now)
+	wc := newWaitClock(l.now)
 	for !(l.draining && l.nconn == 0) {
 		n, err := l.nextEvents(events, &wc)
 		if err != nil && !errors.Is(err, unix.EINTR) {

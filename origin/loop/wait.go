@@ -70,12 +70,11 @@ type waitClock struct {
 	// parkAfter (sparse events: the window would only add a wake-up per
 	// event), on again once one did not.
 	window bool
-	after  int64 // parkAfter
 }
 
-// newWaitClock is the wait policy's memory for a loop on p, at now.
-func newWaitClock(p poller, now int64) waitClock {
-	wc := waitClock{lastYield: now, lastEvent: now, lastAsked: now, window: true, after: int64(parkAfter)}
+// newWaitClock is the wait policy's memory for a loop, at now.
+func newWaitClock(now int64) waitClock {
+	wc := waitClock{lastYield: now, lastEvent: now, lastAsked: now, window: true}
 	wc.runnable[0].Name = runnableMetric
 	return wc
 }
@@ -94,7 +93,7 @@ func (l *loop) nextEvents(events []unix.EpollEvent, wc *waitClock) (n int, err e
 	}
 	wait := l.waitMillis()
 	if wait < 0 || wait > activeWait {
-		left := wc.after - (l.now - wc.lastEvent)
+		left := int64(parkAfter) - (l.now - wc.lastEvent)
 		if !wc.window || left <= 0 {
 			parked := l.now
 			l.e.stats.Parks.Add(1)
@@ -103,7 +102,7 @@ func (l *loop) nextEvents(events []unix.EpollEvent, wc *waitClock) (n int, err e
 			wc.lastYield = l.now // parked: its P ran whatever else was waiting
 			if n > 0 {
 				wc.lastEvent = l.now
-				wc.window = l.now-parked < wc.after
+				wc.window = l.now-parked < int64(parkAfter)
 			}
 			return n, err
 		}

@@ -19,7 +19,7 @@ func TestWaitersSeesAGoroutineWaitingForAP(t *testing.T) {
 	for range 10 {
 		runtime.Gosched()
 	}
-	wc := newWaitClock(&epoll{}, 0)
+	wc := newWaitClock(0)
 	now := int64(waitersEvery) // the first question: a full interval since 0
 
 	ran := make(chan struct{})
