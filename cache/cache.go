@@ -403,6 +403,12 @@ func (c *Cache) loadLocked(name string) (*Handle, error) {
 		delete(c.inflight, name)
 	}
 	listable := !cl.stale && !c.closed
+	if cl.stale {
+		// An open that started after the invalidation may have reached
+		// the path before this one did, and so hold an older file than
+		// the one about to be handed out (see spoilLocked): unlist it.
+		c.forgetLocked(name)
+	}
 	switch {
 	case err == nil:
 		// Set the count before anyone else can see h: one reference for
@@ -538,8 +544,16 @@ func (c *Cache) Invalidate(name string) {
 	if c.maxFiles == 0 {
 		return
 	}
-	var n uint64
 	c.mu.Lock()
+	n := c.forgetLocked(name)
+	c.unlock()
+	c.stats.invalidations.Add(n)
+}
+
+// forgetLocked unlists name, open or negative, spoils its open in
+// progress, and returns how many entries it unlisted.
+func (c *Cache) forgetLocked(name string) uint64 {
+	var n uint64
 	if c.files.Remove(name) {
 		n++
 	}
@@ -549,8 +563,7 @@ func (c *Cache) Invalidate(name string) {
 	if cl, ok := c.inflight[name]; ok {
 		c.spoilLocked(name, cl)
 	}
-	c.unlock()
-	c.stats.invalidations.Add(n)
+	return n
 }
 
 // ForgetMissing unlists name's negative entry, if it has one: the caller
@@ -638,6 +651,19 @@ func (c *Cache) purgeLocked() {
 // change; a whole old file is a correct answer) but lists nothing, and a
 // caller arriving after the invalidation starts a fresh open instead of
 // joining G1's. The same holds for a remembered "does not exist".
+//
+// G1 may also reach the path late (descheduled between registering and
+// its open), after a later open G2 did and after the file was replaced
+// again, the watcher's event for that not yet in:
+//
+//  4. G2, started after step 2, opens "a.ts": the second version.
+//  5. A writer replaces "a.ts" with a third version; G1 opens that one
+//     and hands it to its caller.
+//  6. G2 lists the second version, which that caller gets next: older
+//     than what it already got.
+//
+// So G1, once done, forgets name as an invalidation would: whatever G2
+// lists or is opening goes, and that caller's next request opens anew.
 func (c *Cache) spoilLocked(name string, cl *call) {
 	cl.stale = true
 	delete(c.inflight, name)

@@ -52,7 +52,9 @@
 //     holding no reference) and share its result.
 //  4. An invalidation that arrives while a miss is being opened marks that
 //     open stale: its result still answers the callers that were waiting
-//     (they asked before the change), but it is not cached.
+//     (they asked before the change), but it is not cached. When it ends it
+//     unlists the name again: a later open may have reached the path
+//     before it did and hold an older file than the one it hands out.
 //  5. Bounds: at most MaxFiles open entries and MaxFiles negative entries,
 //     the latter also within NegativeBytes of names (clients choose them,
 //     and a request line may be long), so open descriptors never exceed MaxFiles plus the references in

@@ -213,3 +213,83 @@ func TestWaitTimeoutLeavesTheOpen(t *testing.T) {
 	c.Invalidate("a")
 	wantStat(t, "OpenFiles after invalidation", c.Stats().OpenFiles, 0)
 }
+
+// TestSpoiledOpenReachingPathLateLeavesNothingOlder: an open spoiled by an
+// invalidation before it reached the path, which then opens a version
+// newer than the one a later open got (the file replaced again, its event
+// not yet in), must not leave that later open's older file for its caller
+// to get next: a client would go back in time (TestInlineRenameReplace in
+// origin saw it under load).
+func TestSpoiledOpenReachingPathLateLeavesNothingOlder(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		inFlight bool // the later open is still under way when the spoiled one ends
+	}{
+		{"later open listed", false},
+		{"later open in flight", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, map[string]string{"p.m3u8": "v1"})
+			first, second := newGate(), newGate()
+			var opens atomic.Int64
+			f.openHook = func(name string) error {
+				if opens.Add(1) == 1 {
+					return first.hook(name) // G1 registered, not yet at the path
+				}
+				return nil
+			}
+			f.afterOpen = func(name string) {
+				if tt.inFlight {
+					second.hook(name) // the first open past the path is G2's: it holds v1, not yet listed
+				}
+			}
+			c := newCache(t, f.config(4))
+
+			g1 := goAcquire(t, c, "p.m3u8")
+			<-first.started
+			c.Invalidate("p.m3u8") // v1's own event, late: spoils G1
+			g2 := goAcquire(t, c, "p.m3u8")
+			if tt.inFlight {
+				<-second.started
+			} else {
+				h := <-g2
+				wantContent(t, h, "G2", "v1")
+			}
+			f.replace("p.m3u8", "v2", time.Time{}) // its event not yet in
+			close(first.release)
+			wantContent(t, <-g1, "G1, spoiled", "v2")
+			if tt.inFlight {
+				close(second.release)
+				wantContent(t, <-g2, "G2", "v1")
+			}
+			// G1's caller asks again: nothing older than v2 may answer.
+			wantContent(t, acquire(t, c, "p.m3u8"), "the next Acquire", "v2")
+		})
+	}
+}
+
+// goAcquire runs Acquire(name) on a goroutine; the channel has its Handle
+// (nil on error, which fails the test).
+func goAcquire(t *testing.T, c *cache.Cache, name string) <-chan *cache.Handle {
+	done := make(chan *cache.Handle, 1)
+	go func() {
+		h, err := c.Acquire(name)
+		if err != nil {
+			t.Errorf("Acquire(%q): %v", name, err)
+		}
+		done <- h
+	}()
+	return done
+}
+
+// wantContent checks h's content and releases it.
+func wantContent(t *testing.T, h *cache.Handle, what, want string) {
+	t.Helper()
+	if h == nil {
+		t.Fatalf("%s: no Handle", what)
+	}
+	defer h.Release()
+	if got := content(t, h); got != want {
+		t.Errorf("%s reads %q, want %q", what, got, want)
+	}
+}
