@@ -22,7 +22,7 @@ func (h *Handle) Encoded() *Encoded { return h.encoded.Load() }
 // reference, so the Handle cannot close meanwhile.
 func (h *Handle) SetEncoded(e *Encoded) bool {
 	n := int64(len(e.Bytes))
-	if h.owner == nil || !h.owner.reserveInline(n) {
+	if h.owner == nil || !addWithin(&h.owner.stats.inlineBytes, n, h.owner.inlineBudget) {
 		return false
 	}
 	if !h.encoded.CompareAndSwap(nil, e) {

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"sync/atomic"
 	"syscall"
 )
 
@@ -32,7 +33,7 @@ func (c *Cache) inlineLoad(h *Handle) {
 	if c.inlineMax <= 0 || size <= 0 || size > c.inlineMax {
 		return
 	}
-	if !c.reserveInline(size) {
+	if !addWithin(&c.stats.inlineBytes, size, c.inlineBudget) {
 		c.stats.inlineOverBudget.Add(1)
 		return
 	}
@@ -49,16 +50,17 @@ func (c *Cache) inlineLoad(h *Handle) {
 	h.inlineFiles = &c.stats.inlineFiles
 }
 
-// reserveInline adds size to the inline byte level unless that would pass
-// the budget. The level counts every inlined Handle still alive, listed or
-// lent out, so the budget bounds the memory held, not just what is listed.
-func (c *Cache) reserveInline(size int64) bool {
+// addWithin adds n to level unless that would take it past limit, and
+// reports whether it did. The inline byte level counts every inlined
+// Handle still alive, listed or lent out, so its budget bounds the memory
+// held, not just what is listed.
+func addWithin(level *atomic.Int64, n, limit int64) bool {
 	for {
-		cur := c.stats.inlineBytes.Load()
-		if cur+size > c.inlineBudget {
+		cur := level.Load()
+		if cur+n > limit {
 			return false
 		}
-		if c.stats.inlineBytes.CompareAndSwap(cur, cur+size) {
+		if level.CompareAndSwap(cur, cur+n) {
 			return true
 		}
 	}
