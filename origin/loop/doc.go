@@ -12,7 +12,8 @@
 //     millisecond apart it waits in epoll_wait as a raw system call
 //     instead, under 10 ms at a time and yielding between waits, so the
 //     runtime neither takes its thread's P away nor wakes and parks
-//     threads for it. The system calls of a wake-up are raw too, so
+//     threads for it. The system calls of a wake-up are raw too, and so
+//     are a connection's accept, set-up and close (rawsock.go), so
 //     that sysmon sleeps while the loops are parked (wait.go). Every loop watches
 //     the one listening socket with EPOLLEXCLUSIVE, so the kernel wakes
 //     one loop per pending connection and accepts spread over the loops.

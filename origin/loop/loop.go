@@ -276,7 +276,7 @@ const maxFreeBuffers = 128
 // other loops and connections get their turn).
 func (l *loop) accept() {
 	for range 64 {
-		fd, sa, err := unix.Accept4(l.lfd, unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC)
+		fd, remote, err := rawAccept4(l.lfd)
 		if err != nil {
 			switch {
 			case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
@@ -290,7 +290,7 @@ func (l *loop) accept() {
 			return
 		}
 		l.acceptWait = 0
-		l.register(fd, sockaddrToTCP(sa), nil)
+		l.register(fd, remote, nil)
 	}
 }
 
@@ -299,14 +299,15 @@ func (l *loop) accept() {
 func (l *loop) register(fd int, remote *net.TCPAddr, io ConnIO) {
 	// As Go's net package does for every TCP connection: small responses
 	// leave at once (MSG_MORE still joins a header to its body).
-	unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_NODELAY, 1)
+	// (An error here would be the socket's own, and its first read says so.)
+	_ = rawNoDelay(fd)
 	c := &Conn{fd: fd, l: l, remote: remote, io: io}
-	if lsa, err := unix.Getsockname(fd); err == nil {
-		c.local = sockaddrToTCP(lsa)
+	if local, err := rawGetsockname(fd); err == nil {
+		c.local = local
 	}
 	l.e.stats.Accepted.Add(1)
 	if !l.e.cfg.Handler.Accept(c) {
-		unix.Close(fd)
+		rawClose(fd)
 		l.e.stats.Closed.Add(1)
 		return
 	}
@@ -526,7 +527,7 @@ func (l *loop) close(c *Conn) {
 	}
 	closeIO(c)
 	l.p.forget(c.fd)
-	unix.Close(c.fd)
+	rawClose(c.fd)
 	l.e.stats.Closed.Add(1)
 	l.e.cfg.Handler.Closed(c)
 }
