@@ -4,7 +4,7 @@ FUZZTIME ?= 100000x
 # The whole request path runs a server per input: fewer executions.
 FUZZTIME_PATH ?= 20000x
 
-.PHONY: test deps vet unit uring fuzz build run bench dist deb FORCE
+.PHONY: test deps vet unit uring uring-players fuzz build run bench dist deb FORCE
 
 test: deps vet unit uring fuzz
 
@@ -23,9 +23,14 @@ unit:
 # The loop engine's suites again with -poller uring (io_uring): the loops'
 # own tests, conformance, request framing (bodies past the read buffer,
 # pipelining), parity, hostile clients and the live playlist
-# tests players see. Where the kernel refuses io_uring (a container's
-# seccomp profile) it says so and leaves them out.
+# tests players see; then, against the binary (SEGORIGIN_TEST_POLLER
+# reaches every server a test starts as SEGORIGIN_POLLER), the shield
+# behind nginx, ffmpeg and the native players, and a 20 s soak. (The
+# browser players are left to `make uring-players`: 3 more minutes.)
+# Where the kernel refuses io_uring (a container's seccomp profile) it
+# says so and leaves them out.
 URING_CONFORMANCE = '^(TestFraming|TestSingleRanges|TestManyIdenticalRanges|TestTooManyRanges|TestMultipartRanges|TestEmptyFile|TestConditionals|TestIfRangeDateMustBeStrong|TestMethods|TestHeadMatchesGet|TestPaths|TestLargeSparseFile|TestPipelinedKeepAlive|TestAuthTokens|TestLive.*)$$/^HTTP$$'
+URING_BINARY = '^(TestShield.*|TestFFmpeg|TestNativePlayers)$$'
 URING_CLIENTS = '^(TestInlinePipelined|TestLogLinesBounded|TestParity|TestHostileRequests|TestRefusalNotResetAway|TestSlowloris|TestConnectionLimits)$$'
 uring:
 	@if ! SEGORIGIN_TEST_POLLER=uring $(GO) test -count=1 -run '^TestRingAvailable$$' ./origin/loop >/dev/null; then \
@@ -33,8 +38,14 @@ uring:
 	else \
 		SEGORIGIN_TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m ./origin/loop && \
 		SEGORIGIN_TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m -run $(URING_CONFORMANCE) ./origin && \
-		SEGORIGIN_TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m -run $(URING_CLIENTS) ./origin; \
+		SEGORIGIN_TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m -run $(URING_CLIENTS) ./origin && \
+		SEGORIGIN_TEST_POLLER=uring $(GO) test -count=1 -timeout 5m -run $(URING_BINARY) ./deploy ./playertest && \
+		SEGORIGIN_TEST_POLLER=uring $(GO) test -count=1 -timeout 5m -run '^TestSoak$$' ./loadtest -soak 20s; \
 	fi
+
+# The browser players (hls.js, dash.js, Shaka; live and VOD) on -poller uring.
+uring-players:
+	SEGORIGIN_TEST_POLLER=uring $(GO) test -count=1 -timeout 10m ./playertest
 
 # Short fuzz runs of every target, so the fuzzers and their seeds cannot rot.
 # Counted in executions, not seconds: a time budget that expires while a

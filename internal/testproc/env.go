@@ -17,3 +17,22 @@ func EnvWithout(prefix string) []string {
 	}
 	return out
 }
+
+// TestPollerVar names the variable with which make test runs suites again
+// on another backend of the event loops ("uring"): the in-process harness
+// sets Config.Poller from it, and ServerEnv hands it to every segorigin
+// process a test starts.
+const TestPollerVar = "SEGORIGIN_TEST_POLLER"
+
+// ServerEnv is the environment for a segorigin process a test starts:
+// this process's without SEGORIGIN_* variables (EnvWithout), which would
+// override the flags the test gives, and with SEGORIGIN_POLLER where
+// TestPollerVar is set, so that the binary's own suites (players, the
+// shield, the soak) run on that backend too.
+func ServerEnv() []string {
+	env := EnvWithout("SEGORIGIN_")
+	if p := os.Getenv(TestPollerVar); p != "" {
+		env = append(env, "SEGORIGIN_POLLER="+p)
+	}
+	return env
+}

@@ -77,9 +77,10 @@ type Proc struct {
 // cmd.WaitDelay, if zero, is set to 10 s: a wrapper's child that keeps
 // stderr open cannot hold the Proc up for longer.
 //
-// cmd.Env, if nil, is this process's environment without SEGORIGIN_*
-// variables (EnvWithout), which would otherwise override the flags the
-// test gives; a test that means to pass some sets cmd.Env itself.
+// cmd.Env, if nil, is ServerEnv: this process's environment without
+// SEGORIGIN_* variables, which would otherwise override the flags the
+// test gives (but the poller make test asks for); a test that means to
+// pass some sets cmd.Env itself.
 func Start(t testing.TB, cmd *exec.Cmd, opts ...Option) *Proc {
 	t.Helper()
 	p := &Proc{
@@ -98,7 +99,7 @@ func Start(t testing.TB, cmd *exec.Cmd, opts ...Option) *Proc {
 		cmd.WaitDelay = 10 * time.Second
 	}
 	if cmd.Env == nil {
-		cmd.Env = EnvWithout("SEGORIGIN_")
+		cmd.Env = ServerEnv()
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", p.name, err)
