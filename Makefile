@@ -23,7 +23,7 @@ unit:
 # The loop engine's suites again with -poller uring (io_uring): the loops'
 # own tests, conformance, request framing (bodies past the read buffer,
 # pipelining), parity, hostile clients and the live playlist
-# tests players see; then, against the binary (SEGORIGIN_TEST_POLLER
+# tests players see; then, against the binary (TEST_POLLER
 # reaches every server a test starts as SEGORIGIN_POLLER), the shield
 # behind nginx, ffmpeg and the native players, and a 20 s soak. (The
 # browser players are left to `make uring-players`: 3 more minutes.)
@@ -33,19 +33,19 @@ URING_CONFORMANCE = '^(TestFraming|TestSingleRanges|TestManyIdenticalRanges|Test
 URING_BINARY = '^(TestShield.*|TestFFmpeg|TestNativePlayers)$$'
 URING_CLIENTS = '^(TestInlinePipelined|TestLogLinesBounded|TestParity|TestHostileRequests|TestRefusalNotResetAway|TestSlowloris|TestConnectionLimits)$$'
 uring:
-	@if ! SEGORIGIN_TEST_POLLER=uring $(GO) test -count=1 -run '^TestRingAvailable$$' ./origin/loop >/dev/null; then \
+	@if ! TEST_POLLER=uring $(GO) test -count=1 -run '^TestRingAvailable$$' ./origin/loop >/dev/null; then \
 		echo "uring: this kernel refuses io_uring (a seccomp profile, kernel.io_uring_disabled): the suites on -poller uring are left out"; \
 	else \
-		SEGORIGIN_TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m ./origin/loop && \
-		SEGORIGIN_TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m -run $(URING_CONFORMANCE) ./origin && \
-		SEGORIGIN_TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m -run $(URING_CLIENTS) ./origin && \
-		SEGORIGIN_TEST_POLLER=uring $(GO) test -count=1 -timeout 5m -run $(URING_BINARY) ./deploy ./playertest && \
-		SEGORIGIN_TEST_POLLER=uring $(GO) test -count=1 -timeout 5m -run '^TestSoak$$' ./loadtest -soak 20s; \
+		TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m ./origin/loop && \
+		TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m -run $(URING_CONFORMANCE) ./origin && \
+		TEST_POLLER=uring $(GO) test -race -count=1 -timeout 5m -run $(URING_CLIENTS) ./origin && \
+		TEST_POLLER=uring $(GO) test -count=1 -timeout 5m -run $(URING_BINARY) ./deploy ./playertest && \
+		TEST_POLLER=uring $(GO) test -count=1 -timeout 5m -run '^TestSoak$$' ./loadtest -soak 20s; \
 	fi
 
 # The browser players (hls.js, dash.js, Shaka; live and VOD) on -poller uring.
 uring-players:
-	SEGORIGIN_TEST_POLLER=uring $(GO) test -count=1 -timeout 10m ./playertest
+	TEST_POLLER=uring $(GO) test -count=1 -timeout 10m ./playertest
 
 # Short fuzz runs of every target, so the fuzzers and their seeds cannot rot.
 # Counted in executions, not seconds: a time budget that expires while a

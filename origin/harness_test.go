@@ -58,7 +58,7 @@ func startServerMode(t testing.TB, root string, mod func(*origin.Config), m *tls
 	// the settle rule would hold them back. The tests of that rule set it.
 	cfg.Settle = 0
 	cfg.Logger = slog.New(slog.NewTextHandler(testLogWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if p := os.Getenv("SEGORIGIN_TEST_POLLER"); p != "" {
+	if p := os.Getenv("TEST_POLLER"); p != "" {
 		cfg.Poller = p // the suite on another backend of the loop engine (make test)
 	}
 	if m != nil {

@@ -21,8 +21,10 @@ func EnvWithout(prefix string) []string {
 // TestPollerVar names the variable with which make test runs suites again
 // on another backend of the event loops ("uring"): the in-process harness
 // sets Config.Poller from it, and ServerEnv hands it to every segorigin
-// process a test starts.
-const TestPollerVar = "SEGORIGIN_TEST_POLLER"
+// process a test starts. It is outside SEGORIGIN_*, which the binary
+// reads as its own settings and refuses where it has no such flag (a
+// test that runs the binary another way, make deb, still works).
+const TestPollerVar = "TEST_POLLER"
 
 // ServerEnv is the environment for a segorigin process a test starts:
 // this process's without SEGORIGIN_* variables (EnvWithout), which would

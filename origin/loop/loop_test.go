@@ -130,7 +130,7 @@ func (h *lineHandler) Data(c *loop.Conn, in []byte, full bool) int {
 // startLoop serves h on 127.0.0.1:0 until the test ends.
 func startLoop(t *testing.T, h *lineHandler, mod func(*loop.Config)) (string, *loop.Engine) {
 	t.Helper()
-	cfg := loop.Config{Loops: 2, Handler: h, ReadBuffer: 4096, Poller: os.Getenv("SEGORIGIN_TEST_POLLER")}
+	cfg := loop.Config{Loops: 2, Handler: h, ReadBuffer: 4096, Poller: os.Getenv("TEST_POLLER")}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -99,10 +99,10 @@ func TestRingABI(t *testing.T) {
 }
 
 // TestRingAvailable fails where the kernel refuses io_uring. Only make's
-// uring step asks it (SEGORIGIN_TEST_POLLER=uring), first: where it
+// uring step asks it (TEST_POLLER=uring), first: where it
 // fails, the suites on -poller uring are left out rather than failed.
 func TestRingAvailable(t *testing.T) {
-	if os.Getenv("SEGORIGIN_TEST_POLLER") != PollerUring {
+	if os.Getenv("TEST_POLLER") != PollerUring {
 		t.Skip("asked by make uring only")
 	}
 	if err := probeRing(); err != nil {
