@@ -195,7 +195,7 @@ func (e *Engine) AdoptIO(fd int, io ConnIO) error {
 	case e.draining.Load():
 		return fail(errors.New("the engine is shutting down"))
 	}
-	sa, err := unix.Getpeername(fd)
+	remote, err := rawGetpeername(fd)
 	if err != nil {
 		return fail(err)
 	}
@@ -208,7 +208,7 @@ func (e *Engine) AdoptIO(fd int, io ConnIO) error {
 			unix.Close(fd)
 			return
 		}
-		l.register(fd, sockaddrToTCP(sa), io)
+		l.register(fd, remote, io)
 	})
 	return nil
 }

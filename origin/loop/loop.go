@@ -603,16 +603,6 @@ func (l *loop) runPosted() {
 	l.mu.Unlock()
 }
 
-func sockaddrToTCP(sa unix.Sockaddr) *net.TCPAddr {
-	switch a := sa.(type) {
-	case *unix.SockaddrInet4:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]).To16(), Port: a.Port}
-	case *unix.SockaddrInet6:
-		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
-	}
-	return &net.TCPAddr{}
-}
-
 // sendmsg is sendmsg(2) over iov, without allocating (unix.SendmsgBuffers
 // builds its iovec slice per call), as a raw system call (wait.go).
 func sendmsg(fd int, iov []unix.Iovec, flags int) (int, error) {

@@ -34,10 +34,16 @@ func rawAccept4(lfd int) (int, *net.TCPAddr, error) {
 }
 
 // rawGetsockname is the local address of the connected socket fd.
-func rawGetsockname(fd int) (*net.TCPAddr, error) {
+func rawGetsockname(fd int) (*net.TCPAddr, error) { return rawName(unix.SYS_GETSOCKNAME, fd) }
+
+// rawGetpeername is the peer address of the connected socket fd.
+func rawGetpeername(fd int) (*net.TCPAddr, error) { return rawName(unix.SYS_GETPEERNAME, fd) }
+
+// rawName is getsockname(2) or getpeername(2) (trap) of fd.
+func rawName(trap uintptr, fd int) (*net.TCPAddr, error) {
 	var rsa unix.RawSockaddrAny
 	n := uint32(unix.SizeofSockaddrAny)
-	_, _, e := unix.RawSyscall(unix.SYS_GETSOCKNAME, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
+	_, _, e := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&rsa)), uintptr(unsafe.Pointer(&n)))
 	if e != 0 {
 		return nil, e
 	}

@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestRawAccept: the raw accept4 and getsockname give the addresses the
-// net package gives for the same connection, over IPv4 and IPv6.
+// TestRawAccept: the raw accept4, getpeername and getsockname give the
+// addresses the net package gives for the same connection, over IPv4 and IPv6.
 func TestRawAccept(t *testing.T) {
 	for _, addr := range []string{"127.0.0.1:0", "[::1]:0"} {
 		t.Run(addr, func(t *testing.T) {
@@ -49,6 +49,9 @@ func TestRawAccept(t *testing.T) {
 			defer rawClose(fd)
 			if want := c.LocalAddr().(*net.TCPAddr); !remote.IP.Equal(want.IP) || remote.Port != want.Port {
 				t.Errorf("peer %v, want %v", remote, want)
+			}
+			if peer, err := rawGetpeername(fd); err != nil || !peer.IP.Equal(remote.IP) || peer.Port != remote.Port {
+				t.Errorf("getpeername %v (%v), want %v", peer, err, remote)
 			}
 			local, err := rawGetsockname(fd)
 			if want := ln.Addr().(*net.TCPAddr); err != nil || !local.IP.Equal(want.IP) || local.Port != want.Port {
