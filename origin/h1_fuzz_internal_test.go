@@ -241,6 +241,13 @@ func FuzzRequestPath(f *testing.F) {
 	} {
 		f.Add([]byte(seed), uint16(7))
 	}
+	// A request refused before its Transfer-Encoding line arrives is 400
+	// whether or not that line, which alone would make it 501, comes
+	// with it: a request line with no version, a field name ending in a
+	// space.
+	f.Add([]byte("GET /\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), uint16(7))
+	f.Add([]byte("GET / HTTP/1.1\r\nX : y\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), uint16(24))
+	f.Add([]byte("GET / HTTP/1.1\r\nHost: t\r\nHost: u\r\nTransfer-Encoding: x,chunked\r\n\r\n"), uint16(35))
 	f.Fuzz(func(t *testing.T, raw []byte, split uint16) {
 		if len(raw) > 4096 {
 			return

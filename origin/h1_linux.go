@@ -281,13 +281,21 @@ func refusal(in []byte, limit int, err error) error {
 	if errors.As(err, &small) && bytes.IndexByte(in[:min(len(in), limit)], '\n') < 0 {
 		return fmt.Errorf("%w (%d bytes without a line end)", errTargetTooLong, len(in))
 	}
-	if major, ok := httpmsg.RequestLineMajor(in); ok && major != 1 {
+	major, ok := httpmsg.RequestLineMajor(in)
+	if !ok {
+		// RFC 9112 §3: "Recipients of an invalid request-line SHOULD
+		// respond with either a 400 (Bad Request) error"; fasthttp
+		// refuses one ("GET /" with no version) as soon as it ends, so
+		// what follows it must not change the answer either.
+		return err
+	}
+	if major != 1 {
 		// Refused for something else (the HTTP/2 preface's "*" target,
 		// or a fault after a whole request line): 505 says why, whatever
 		// else follows it, as soon as the line has arrived.
 		return fmt.Errorf("%w (HTTP/%c): %w", errVersion, '0'+major, err)
 	}
-	if te := httpmsg.FieldList(refusedHeader(in, err), "Transfer-Encoding"); httpmsg.CodingsBeforeChunked(te) {
+	if te := httpmsg.FieldList(firstFault(refusedHeader(in, err)), "Transfer-Encoding"); httpmsg.CodingsBeforeChunked(te) {
 		// fasthttp refuses every coding but chunked. RFC 9112 §6.1: "A
 		// server that receives a request message with a transfer coding
 		// it does not understand SHOULD respond with 501 (Not
@@ -316,6 +324,35 @@ func refusedHeader(in []byte, err error) []byte {
 		return block[:at]
 	}
 	return block
+}
+
+// firstFault is the shortest start of head that fasthttp refuses (all
+// of head when none is): a field line it refuses as soon as it, or the
+// byte after it, arrives ("Host:" twice, a name ending in a space)
+// decides the answer, so a Transfer-Encoding line after it must not turn
+// bytes that arrive together into a 501 that the same bytes arriving
+// apart get as a 400. Only for a refusal that names a coding: a refused
+// start stays refused as it grows, so halving finds it in about
+// log2(len(head)) parses.
+func firstFault(head []byte) []byte {
+	lo, hi := 1, len(head)
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if refuses(head[:mid]) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return head[:hi]
+}
+
+// refuses reports whether fasthttp refuses b as a request header for
+// something other than its end not having arrived.
+func refuses(b []byte) bool {
+	var h fasthttp.RequestHeader
+	err := h.Read(bufio.NewReaderSize(bytes.NewReader(b), len(b)+1))
+	return err != nil && !errors.Is(err, io.EOF)
 }
 
 // refusedMethod sets a refused request's method as its request line
