@@ -175,7 +175,7 @@ func (c *coldPath) load(name string, sp ranges.Span) (int64, error) {
 	if n <= 0 {
 		return 0, nil
 	}
-	return n, coldread.Load(h.Fd(), sp.Start, n)
+	return n, c.pool.Load(h.Fd(), sp.Start, n)
 }
 
 // sendSpan sends sp through w. With the cold path on it goes window by
@@ -227,6 +227,7 @@ func newColdPool(cfg Config) (*coldread.Pool, error) {
 		BackgroundQueue: cfg.ReadAhead.Queue,
 		Deadline:        cfg.ColdDeadline,
 		Now:             cfg.Now,
+		Log:             cfg.Logger,
 	})
 }
 

@@ -410,7 +410,7 @@ func (ra *readAhead) prefetch(t predict.Entry) {
 		ra.issued.Add(raKey{t.Name, t.Off}, false)
 		return
 	}
-	if err := coldread.Load(h.Fd(), t.Off, n); err != nil {
+	if err := ra.cold.pool.Load(h.Fd(), t.Off, n); err != nil {
 		ra.cold.loadFailed(t.Name, t.Off, err)
 		return
 	}

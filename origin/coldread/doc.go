@@ -16,15 +16,17 @@
 //     one read per key however many requests wait for it, and a second,
 //     lower class of background work (read-ahead) that only some readers
 //     take and that is dropped, never queued without bound, when they are
-//     busy. The pool runs functions; it does no I/O of its own and knows no
-//     file, so it is tested without a disk.
-//   - [Resident] and [Load] (resident_linux.go): the I/O. Resident asks
+//     busy. The pool runs functions; it does no I/O of its own but for
+//     [Pool.Load] and knows no file, so it is tested without a disk.
+//   - [Resident] and [Pool.Load] (resident_linux.go): the I/O. Resident asks
 //     the kernel with cachestat(2) (Linux 6.5+; one syscall, exact for the
 //     whole range, about 0.2-0.35 µs here) whether every page of a range is
 //     cached, falling back to preadv2(RWF_NOWAIT) of the range's first and
 //     last byte on older kernels. Load makes a range resident by sendfile(2)
 //     to /dev/null, so the bytes are read into the page cache and never
-//     copied to userspace: it blocks, so it belongs on a pool reader.
+//     copied to userspace: it blocks, so it belongs on a pool reader. The
+//     pool holds the one /dev/null descriptor while Run runs (where there
+//     is none, a chroot without it, Load reads through a buffer, logged).
 //
 // # What it never does
 //

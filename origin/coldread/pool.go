@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,9 @@ type Config struct {
 	Deadline time.Duration
 	// Now is the clock for queue-wait accounting; nil uses time.Now.
 	Now func() time.Time
+	// Log says when Run cannot open /dev/null (its loads then read with
+	// pread); nil uses slog.Default.
+	Log *slog.Logger
 }
 
 // Stats are the pool's counters.
@@ -82,6 +86,10 @@ type Pool struct {
 	inflight map[Key]*job // demand jobs queued or running, for joining
 	bgKeys   map[Key]*job // background jobs queued or running, for deduplication
 	stopped  bool         // Run has returned: nothing queued will run
+
+	// null is /dev/null, open while Run runs, for Load's sendfile (-1:
+	// it could not be opened, and Load reads instead).
+	null int
 }
 
 // New validates cfg. It starts no goroutine: Run does.
@@ -105,7 +113,11 @@ func New(cfg Config) (*Pool, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
 	return &Pool{
+		null:     -1,
 		cfg:      cfg,
 		urgent:   make(chan *job, cfg.Queue),
 		demand:   make(chan *job, cfg.Queue),
@@ -126,6 +138,18 @@ func (p *Pool) Config() Config { return p.cfg }
 // for Run); jobs still queued when Run returns are not run: their callers
 // see ErrDeadline, and later calls ErrClosed.
 func (p *Pool) Run(ctx context.Context) {
+	// One descriptor for every Load while the readers run, rather than
+	// an open and a close a load.
+	var err error
+	if p.null, err = openNull(); err != nil {
+		p.cfg.Log.Warn("cold reads go through a buffer: no /dev/null to sendfile to", "err", err)
+	}
+	defer func() {
+		if err := closeNull(p.null); err != nil {
+			p.cfg.Log.Error("closing /dev/null", "err", err)
+		}
+		p.null = -1
+	}()
 	var wg sync.WaitGroup
 	for i := range p.cfg.Readers {
 		mixed := i < p.cfg.Background
@@ -140,6 +164,10 @@ func (p *Pool) Run(ctx context.Context) {
 	p.stopped = true
 	p.mu.Unlock()
 }
+
+// Load makes [off, off+n) of fd resident (see load): for a job the pool
+// runs, which alone may block on storage.
+func (p *Pool) Load(fd int, off, n int64) error { return load(p.null, fd, off, n) }
 
 // reader runs jobs until ctx is done: urgent first, then demand. A mixed
 // reader takes background work before demand: read-ahead keeps its

@@ -72,20 +72,20 @@ func residentNoWait(fd int, off, n int64) (bool, error) {
 	return true, nil
 }
 
-// Load makes [off, off+n) of fd resident: afterwards the range is in the
-// page cache (until the kernel evicts it). It blocks on storage: call it
-// from a pool reader. Reading past the end of the file stops quietly.
+// load makes [off, off+n) of fd resident: afterwards the range is in the
+// page cache (until the kernel evicts it). It blocks on storage: a pool
+// reader calls it (Pool.Load). Reading past the end of the file stops
+// quietly.
 //
-// The bytes never reach userspace: sendfile(2) to /dev/null reads them
-// into the page cache and discards them in the kernel, with no buffer and
-// no copy. A file the kernel cannot sendfile from (EINVAL) is read with
-// pread into a buffer of Load's own.
-func Load(fd int, off, n int64) error {
-	null, err := unix.Open("/dev/null", unix.O_WRONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("coldread: open /dev/null: %w", err)
+// The bytes never reach userspace: sendfile(2) to null, /dev/null opened
+// for writing, reads them into the page cache and discards them in the
+// kernel, with no buffer and no copy. Without null (-1), or from a file
+// the kernel cannot sendfile from (EINVAL), it reads with pread into a
+// buffer of its own.
+func load(null, fd int, off, n int64) error {
+	if null < 0 {
+		return loadByRead(fd, off, n)
 	}
-	defer unix.Close(null)
 	for n > 0 {
 		k, err := unix.Sendfile(null, fd, &off, int(min(n, 1<<30)))
 		switch {
@@ -103,7 +103,24 @@ func Load(fd int, off, n int64) error {
 	return nil
 }
 
-// loadByRead is Load by pread into a discard buffer, for a file the
+// openNull opens /dev/null for load's sendfile: -1, with the error, where
+// it cannot be opened (a chroot without it); load then reads instead.
+func openNull() (int, error) {
+	fd, err := unix.Open("/dev/null", unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("coldread: open /dev/null: %w", err)
+	}
+	return fd, nil
+}
+
+func closeNull(fd int) error {
+	if fd < 0 {
+		return nil
+	}
+	return unix.Close(fd)
+}
+
+// loadByRead is load by pread into a discard buffer, for a file the
 // kernel cannot sendfile from.
 func loadByRead(fd int, off, n int64) error {
 	buf := make([]byte, min(n, 64<<10))

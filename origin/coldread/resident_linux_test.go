@@ -3,10 +3,13 @@
 package coldread
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -43,7 +46,7 @@ func TestResidentAfterLoad(t *testing.T) {
 	if ok {
 		t.Skip("file still resident after FADV_DONTNEED (this file system ignores it): nothing to observe")
 	}
-	if err := Load(fd, 4096, 64<<10); err != nil {
+	if err := testLoad(t, fd, 4096, 64<<10); err != nil {
 		t.Fatalf("Load: %v", err)
 	}
 	if ok, err := Resident(fd, 4096, 64<<10, size); err != nil || !ok {
@@ -61,7 +64,7 @@ func TestResidentAfterLoad(t *testing.T) {
 
 func TestLoadStopsAtEOF(t *testing.T) {
 	f := evicted(t, 1000)
-	if err := Load(int(f.Fd()), 0, 1<<20); err != nil {
+	if err := testLoad(t, int(f.Fd()), 0, 1<<20); err != nil {
 		t.Errorf("Load past the end = %v, want nil", err)
 	}
 }
@@ -77,8 +80,9 @@ func TestLoadNeedsNoBuffer(t *testing.T) {
 		t.Skip("file still resident after FADV_DONTNEED (this file system ignores it): nothing to observe")
 	}
 	var before, after runtime.MemStats
+	null := testNull(t)
 	runtime.ReadMemStats(&before)
-	err := Load(fd, 0, size)
+	err := load(null, fd, 0, size)
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatalf("Load: %v", err)
@@ -89,4 +93,83 @@ func TestLoadNeedsNoBuffer(t *testing.T) {
 	if ok, err := Resident(fd, 0, size, size); err != nil || !ok {
 		t.Errorf("Resident after Load = %v, %v; want true, nil", ok, err)
 	}
+}
+
+// testNull opens /dev/null for load, for the test's duration.
+func testNull(t *testing.T) int {
+	t.Helper()
+	null, err := openNull()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeNull(null) })
+	return null
+}
+
+func testLoad(t *testing.T, fd int, off, n int64) error {
+	t.Helper()
+	return load(testNull(t), fd, off, n)
+}
+
+// TestLoadWithoutNull: where /dev/null could not be opened, a load reads
+// the range instead, and it is resident all the same.
+func TestLoadWithoutNull(t *testing.T) {
+	const size = 256 << 10
+	f := evicted(t, size)
+	fd := int(f.Fd())
+	if ok, _ := Resident(fd, 0, size, size); ok {
+		t.Skip("file still resident after FADV_DONTNEED (this file system ignores it): nothing to observe")
+	}
+	if err := load(-1, fd, 0, size); err != nil {
+		t.Fatalf("load without /dev/null: %v", err)
+	}
+	if ok, err := Resident(fd, 0, size, size); err != nil || !ok {
+		t.Errorf("Resident after load = %v, %v; want true, nil", ok, err)
+	}
+}
+
+// TestPoolHoldsOneNull: a running pool's loads share one /dev/null,
+// opened when Run starts and closed when it returns: loads open and close
+// no descriptor, and a stopped pool holds none.
+func TestPoolHoldsOneNull(t *testing.T) {
+	const size = 64 << 10
+	f := evicted(t, size)
+	before := openFDs(t)
+	p, err := New(Config{Readers: 1, Queue: 4, Deadline: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { p.Run(ctx) })
+	for i := range 3 {
+		var lerr error
+		var during int
+		if err := p.Do(Key{"f", int64(i)}, false, func() {
+			lerr = p.Load(int(f.Fd()), 0, size)
+			during = openFDs(t)
+		}); err != nil {
+			t.Fatalf("Do: %v", err)
+		}
+		if lerr != nil {
+			t.Fatalf("Load: %v", lerr)
+		}
+		if during != before+1 {
+			t.Errorf("load %d: %d descriptors open, want %d (the pool's /dev/null beside the %d before)", i, during, before+1, before)
+		}
+	}
+	cancel()
+	wg.Wait()
+	if after := openFDs(t); after != before {
+		t.Errorf("%d descriptors open after Run returned, want the %d before", after, before)
+	}
+}
+
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents) - 1 // ReadDir's own descriptor
 }
