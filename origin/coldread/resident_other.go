@@ -13,4 +13,4 @@ func load(null, fd int, off, n int64) error {
 }
 
 func openNull() (int, error) { return -1, nil }
-func closeNull(int) error     { return nil }
+func closeNull(int) error    { return nil }
