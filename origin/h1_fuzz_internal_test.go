@@ -248,6 +248,13 @@ func FuzzRequestPath(f *testing.F) {
 	f.Add([]byte("GET /\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), uint16(7))
 	f.Add([]byte("GET / HTTP/1.1\r\nX : y\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"), uint16(24))
 	f.Add([]byte("GET / HTTP/1.1\r\nHost: t\r\nHost: u\r\nTransfer-Encoding: x,chunked\r\n\r\n"), uint16(35))
+	// fasthttp refuses a coding's line as the next begins: the list
+	// is judged once the header is whole.
+	f.Add([]byte("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"), uint16(42))
+	f.Add([]byte("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\nHost: t\r\nHost: u\r\n\r\n"), uint16(51))
+	// A bare CR whose line then ends in a bare LF: the line is left out
+	// whichever of the two refused it.
+	f.Add([]byte("0 / HTTP/1.0\r\nTrAnsfer-EnCoding:00,Chunked\r0\n"), uint16(44))
 	f.Fuzz(func(t *testing.T, raw []byte, split uint16) {
 		if len(raw) > 4096 {
 			return

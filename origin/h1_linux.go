@@ -238,6 +238,17 @@ func (ls *h1Server) readRequest(c h1Conn, st *h1ConnState, in []byte, full bool)
 	case httpmsg.HasBareCR(headerBlock(in)):
 		// The same for a CR that ends no line.
 		err = errBareCR
+	case !errors.Is(err, io.EOF) && !bytes.Contains(in, crlfcrlf) && (!full || len(in) < ls.s.h1ReadBuffer()) &&
+		refusedForCodingsOnly(in):
+		// fasthttp refuses a Transfer-Encoding line as it arrives, but
+		// the answer (501 for codings before chunked, 400 otherwise)
+		// depends on the whole list, and on whether a later line is
+		// refused for something else: it is decided once the header
+		// has arrived, so it is the same however the bytes arrive.
+		if full {
+			c.Grow(min(2*len(in), ls.s.h1ReadBuffer()))
+		}
+		err = errNeedMore
 	case errors.Is(err, io.EOF) && (!full || len(in) < ls.s.h1ReadBuffer()):
 		// Only the buffer ends here (the reader over it says EOF): the
 		// header is still arriving. A full buffer grows toward the
@@ -295,7 +306,8 @@ func refusal(in []byte, limit int, err error) error {
 		// else follows it, as soon as the line has arrived.
 		return fmt.Errorf("%w (HTTP/%c): %w", errVersion, '0'+major, err)
 	}
-	if te := httpmsg.FieldList(firstFault(refusedHeader(in, err)), "Transfer-Encoding"); httpmsg.CodingsBeforeChunked(te) {
+	head := refusedHeader(in, err)
+	if te := httpmsg.FieldList(head, "Transfer-Encoding"); httpmsg.CodingsBeforeChunked(te) && refusedForCodingsOnly(head) {
 		// fasthttp refuses every coding but chunked. RFC 9112 §6.1: "A
 		// server that receives a request message with a transfer coding
 		// it does not understand SHOULD respond with 501 (Not
@@ -306,45 +318,33 @@ func refusal(in []byte, limit int, err error) error {
 	return err
 }
 
-// refusedHeader is the header section a refusal may read: up to the
-// bare LF or CR that refused it, which is refused as soon as it arrives,
-// so what follows it (a Transfer-Encoding line that would make it 501)
-// must not change the answer of bytes that arrive together rather than
-// apart; all of it otherwise.
+// refusedHeader is the header section a refusal may read: for a bare LF
+// or CR, which is refused as soon as it arrives, the lines before the
+// first line that holds either (the line whose CR arrived alone reads as
+// the same line once its bare LF follows), so what follows the fault (a
+// Transfer-Encoding line that would make it 501) must not change the
+// answer of bytes that arrive together rather than apart; all of it
+// otherwise.
 func refusedHeader(in []byte, err error) []byte {
 	block := headerBlock(in)
-	at := -1
-	switch {
-	case errors.Is(err, errBareLF):
-		at = httpmsg.BareLF(block)
-	case errors.Is(err, errBareCR):
-		at = httpmsg.BareCR(block)
+	if !errors.Is(err, errBareLF) && !errors.Is(err, errBareCR) {
+		return block
 	}
-	if at >= 0 {
-		return block[:at]
-	}
-	return block
-}
-
-// firstFault is the shortest start of head that fasthttp refuses (all
-// of head when none is): a field line it refuses as soon as it, or the
-// byte after it, arrives ("Host:" twice, a name ending in a space)
-// decides the answer, so a Transfer-Encoding line after it must not turn
-// bytes that arrive together into a 501 that the same bytes arriving
-// apart get as a 400. Only for a refusal that names a coding: a refused
-// start stays refused as it grows, so halving finds it in about
-// log2(len(head)) parses.
-func firstFault(head []byte) []byte {
-	lo, hi := 1, len(head)
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if refuses(head[:mid]) {
-			hi = mid
-		} else {
-			lo = mid + 1
+	at := len(block)
+	for _, i := range [...]int{httpmsg.BareLF(block), httpmsg.BareCR(block)} {
+		if i >= 0 {
+			at = min(at, i)
 		}
 	}
-	return head[:hi]
+	return block[:bytes.LastIndexByte(block[:at], '\n')+1]
+}
+
+// refusedForCodingsOnly reports whether head, refused by fasthttp, has
+// a Transfer-Encoding field line and parses (or wants more) without it:
+// its transfer codings alone refused it.
+func refusedForCodingsOnly(head []byte) bool {
+	masked, found := httpmsg.MaskField(head, "Transfer-Encoding")
+	return found && !refuses(masked)
 }
 
 // refuses reports whether fasthttp refuses b as a request header for

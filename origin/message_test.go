@@ -196,4 +196,29 @@ func testTransferCodingNotImplemented(t *testing.T, mode serverMode) {
 			t.Errorf("%q: connection kept open after 501, want closed", fields)
 		}
 	}
+	// The same bytes in two writes, the second after the server has
+	// read the first (fasthttp refuses the gzip line once the next line
+	// begins): the list is judged whole (RFC 9110 §5.3), and a
+	// line refused for something else after it makes the answer 400
+	// either way.
+	for _, tc := range []struct {
+		first, rest string
+		want        int
+	}{
+		{"Transfer-Encoding: gzip\r\nT", "ransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 501},
+		{"Transfer-Encoding: gzip, chunked\r\n", "X-A: 1\r\nHost: u\r\n\r\n0\r\n\r\n", 400},
+	} {
+		c := ts.dial()
+		if _, err := io.WriteString(c.conn, "GET /a.txt HTTP/1.1\r\nHost: t\r\n"+tc.first); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // read on its own (the answer is the same if not)
+		if _, err := io.WriteString(c.conn, tc.rest); err != nil {
+			t.Fatal(err)
+		}
+		mustStatus(t, c.read("GET"), tc.want, tc.first+" then "+tc.rest)
+		if !closedByServer(c) {
+			t.Errorf("%q then %q: connection kept open after %d, want closed", tc.first, tc.rest, tc.want)
+		}
+	}
 }

@@ -166,6 +166,28 @@ func FieldList(raw []byte, name string) []byte {
 	return list
 }
 
+// MaskField returns a copy of raw in which every field line for the field
+// named name (its name at the start of a line, then ':') is renamed: its
+// first byte becomes 'X', so the line keeps its length and is a field no
+// parser gives a meaning. It is the header as it would read without that
+// field, for a refusal to tell whether the field alone refused it; found
+// says whether there was such a line.
+func MaskField(raw []byte, name string) (masked []byte, found bool) {
+	masked = bytes.Clone(raw)
+	for at := 0; at < len(masked); {
+		line := masked[at:]
+		end := len(line)
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			end = i + 1
+		}
+		if len(line) > len(name) && line[len(name)] == ':' && bytes.EqualFold(line[:len(name)], []byte(name)) {
+			line[0], found = 'X', true
+		}
+		at += end
+	}
+	return masked, found
+}
+
 // fieldValues yields the value, as received, of each raw field line for
 // the field named name.
 func fieldValues(raw []byte, name string) iter.Seq[[]byte] {

@@ -1,6 +1,9 @@
 package httpmsg
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+)
 
 var hostTests = []struct {
 	host string
@@ -97,4 +100,42 @@ func TestFieldList(t *testing.T) {
 	if got := FieldList(raw, "Range"); got != nil {
 		t.Errorf("FieldList(Range) = %q, want nil", got)
 	}
+}
+
+func TestMaskField(t *testing.T) {
+	raw := []byte("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\nX-Transfer-Encoding: a\r\ntransfer-encoding: chunked\r\nTransfer-Encoding : x\r\n\r\n")
+	got, found := MaskField(raw, "Transfer-Encoding")
+	want := "POST / HTTP/1.1\r\nXransfer-Encoding: gzip\r\nX-Transfer-Encoding: a\r\nXransfer-encoding: chunked\r\nTransfer-Encoding : x\r\n\r\n"
+	if string(got) != want || !found {
+		t.Errorf("MaskField = %q, %v; want %q, true", got, found, want)
+	}
+	if string(raw) == want {
+		t.Error("MaskField changed its input")
+	}
+	if got, found := MaskField(raw, "Range"); found || string(got) != string(raw) {
+		t.Errorf("MaskField(Range) = %q, %v; want the input, false", got, found)
+	}
+}
+
+// FuzzMaskField: MaskField never changes its input or a length, changes
+// only the first byte of lines, and leaves no line FieldList would read
+// for the field.
+func FuzzMaskField(f *testing.F) {
+	f.Add([]byte("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\ntransfer-encoding:chunked\r\n\r\n"))
+	f.Add([]byte("Transfer-Encoding:\nTransfer-Encoding"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		in := bytes.Clone(raw)
+		got, found := MaskField(raw, "Transfer-Encoding")
+		if !bytes.Equal(raw, in) || len(got) != len(raw) {
+			t.Fatalf("MaskField(%q) = %q: input changed or length %d", in, got, len(got))
+		}
+		for i := range got {
+			if got[i] != raw[i] && (got[i] != 'X' || (i > 0 && raw[i-1] != '\n')) {
+				t.Fatalf("MaskField(%q) = %q: byte %d changed, not a line's first to X", raw, got, i)
+			}
+		}
+		if FieldList(got, "Transfer-Encoding") != nil || found == bytes.Equal(got, raw) {
+			t.Fatalf("MaskField(%q) = %q, %v: a field line is left, or found is wrong", raw, got, found)
+		}
+	})
 }
