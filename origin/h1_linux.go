@@ -238,8 +238,8 @@ func (ls *h1Server) readRequest(c h1Conn, st *h1ConnState, in []byte, full bool)
 	case httpmsg.HasBareCR(headerBlock(in)):
 		// The same for a CR that ends no line.
 		err = errBareCR
-	case !errors.Is(err, io.EOF) && !bytes.Contains(in, crlfcrlf) && (!full || len(in) < ls.s.h1ReadBuffer()) &&
-		refusedForCodingsOnly(in):
+	case !errors.Is(err, io.EOF) && !errors.As(err, new(*fasthttp.ErrSmallBuffer)) && !bytes.Contains(in, crlfcrlf) &&
+		(!full || len(in) < ls.s.h1ReadBuffer()) && refusedForCodingsOnly(in):
 		// fasthttp refuses a Transfer-Encoding line as it arrives, but
 		// the answer (501 for codings before chunked, 400 otherwise)
 		// depends on the whole list, and on whether a later line is
