@@ -57,7 +57,7 @@ func (s *Server) ReloadCertificates() error {
 func tlsMetrics(t *table, st *TLSStats) {
 	m := t.counter("tls_events_total", "TLS handshakes, kernel TLS hand-overs and certificate reloads by outcome.", "event")
 	t.byLabel(m, map[string]int64{
-		"handshake": st.Handshakes, "handshake_error": st.HandshakeErrors,
+		"handshake": st.Handshakes, "handshake_error": st.HandshakeErrors, "plain_http": st.PlainHTTP,
 		"ktls_offloaded": st.KTLSOffloaded, "ktls_unsupported": st.KTLSUnsupported,
 		"ktls_ulp_failed": st.KTLSULPFailed, "ktls_tx_failed": st.KTLSTXFailed, "ktls_rx_failed": st.KTLSRXFailed,
 		"ktls_write_denied": st.KTLSWriteDenied, "cert_reload": st.CertReloads, "cert_reload_failed": st.CertReloadFails,

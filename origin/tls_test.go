@@ -1,12 +1,14 @@
 package origin_test
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -455,4 +457,52 @@ func writeTestCert(t testing.TB) (certFile, keyFile string) {
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	testCert().Write(t, certFile, keyFile)
 	return certFile, keyFile
+}
+
+// TestTLSPlainHTTPRequest: a plain HTTP request sent to the HTTPS port
+// (a CDN whose origin protocol is set to http on port 443) gets a plain
+// 400 that says why, on every TLS mode, and the connection then closes;
+// it is counted apart from other failed handshakes. A stray byte stream
+// that is not HTTP still gets nothing.
+func TestTLSPlainHTTPRequest(t *testing.T) {
+	for _, m := range tlsModes {
+		t.Run(m.name, func(t *testing.T) {
+			ts := startServerTLS(t, "", nil, m)
+			nc, err := net.Dial("tcp", ts.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			nc.SetDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.WriteString(nc, "GET /a.txt HTTP/1.1\r\nHost: t\r\nUser-Agent: x\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			got, err := io.ReadAll(nc)
+			if err != nil {
+				t.Fatalf("reading the answer: %v (got %q)", err, got)
+			}
+			resp, err := http.ReadResponse(bufio.NewReader(bytes.NewReader(got)), nil)
+			if err != nil {
+				t.Fatalf("answer %q: %v", got, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 400 || !strings.Contains(string(body), "HTTPS port") || !resp.Close {
+				t.Errorf("answer %d %q (close %v), want 400 naming the HTTPS port, then close", resp.StatusCode, body, resp.Close)
+			}
+			if st := ts.srv.Stats().TLS; st.PlainHTTP != 1 || st.HandshakeErrors != 1 {
+				t.Errorf("PlainHTTP %d, HandshakeErrors %d; want 1, 1", st.PlainHTTP, st.HandshakeErrors)
+			}
+
+			junk, err := net.Dial("tcp", ts.addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer junk.Close()
+			junk.SetDeadline(time.Now().Add(5 * time.Second))
+			io.WriteString(junk, "\x00\x01\x02\x03\x04\x05\x06\x07")
+			if got, _ := io.ReadAll(junk); len(got) != 0 {
+				t.Errorf("a byte stream neither TLS nor HTTP got %q, want nothing", got)
+			}
+		})
+	}
 }

@@ -88,6 +88,7 @@ func (c *TLSConfig) Validate() error {
 type TLSCounters[C any] struct {
 	Handshakes      C // completed TLS handshakes
 	HandshakeErrors C // failed handshakes (client left, no common parameters, timeout)
+	PlainHTTP       C // of those, plain HTTP requests sent to the HTTPS port: answered 400
 	KTLSOffloaded   C // connections whose transmit direction the kernel took over
 	KTLSUnsupported C // offload attempted but the version, cipher or key material did not allow it: userspace TLS
 	KTLSULPFailed   C // setsockopt(TCP_ULP, "tls") refused (ENOENT: no kTLS in this kernel): userspace TLS
@@ -181,6 +182,7 @@ type TLS struct {
 	stats     *TLSStats
 	log       *slog.Logger
 	failLog   ratelog.Limiter // hand-over failures, once per interval
+	plainLog  ratelog.Limiter // plain HTTP on the HTTPS port, once per interval
 
 	// offload hands a crypto_info to the kernel (enableKTLS), or to a
 	// stand-in (SetOffloader).
@@ -244,6 +246,7 @@ func NewTLS(p TLSParams) (*TLS, error) {
 	log, stats, now := p.Logger, p.Stats, p.Now
 	st := &TLS{cfg: cfg, hsTimeout: p.HandshakeTimeout, stats: stats, log: log, offload: enableKTLS}
 	st.failLog.Every, st.failLog.Now = 10*time.Second, now
+	st.plainLog.Every, st.plainLog.Now = 10*time.Second, now
 	st.certs = &certStore{certFile: cfg.CertFile, keyFile: cfg.KeyFile, log: log, stats: stats}
 	if cfg.Dev {
 		c, err := devCertificate(now())

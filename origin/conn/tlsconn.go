@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -172,7 +173,11 @@ func (c *tlsConn) handshake() error {
 	}
 	if err := c.Conn.Handshake(); err != nil {
 		c.tls.stats.HandshakeErrors.Add(1)
-		c.tls.log.Debug("TLS handshake failed", "client", c.RemoteAddr().String(), "err", err)
+		if re := (tls.RecordHeaderError{}); errors.As(err, &re) && re.Conn != nil && looksLikeHTTP(re.RecordHeader) {
+			c.answerPlainHTTP()
+		} else {
+			c.tls.log.Debug("TLS handshake failed", "client", c.RemoteAddr().String(), "err", err)
+		}
 		c.hsErr = io.EOF
 		return c.hsErr
 	}
@@ -190,6 +195,60 @@ func (c *tlsConn) handshake() error {
 		c.tls.stats.PathUserspace.Add(1)
 	}
 	return nil
+}
+
+// looksLikeHTTP reports whether the first five bytes of a connection
+// that should have started a TLS handshake begin a plain HTTP request, as
+// net/http's server tells them apart.
+func looksLikeHTTP(hdr [5]byte) bool {
+	switch string(hdr[:]) {
+	case "GET /", "HEAD ", "POST ", "PUT /", "OPTIO", "DELET", "PATCH":
+		return true
+	}
+	return false
+}
+
+// plainHTTPAnswer is the answer to a plain HTTP request on the HTTPS
+// port: a client (or a CDN whose origin is set to http on port 443)
+// learns why, where a bare close says nothing. nginx answers 400 with
+// "The plain HTTP request was sent to HTTPS port"; net/http 400 too.
+var plainHTTPAnswer = func() []byte {
+	const body = "400 Bad Request: a plain HTTP request sent to the HTTPS port\n"
+	return []byte("HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\nCache-Control: no-store\r\n" +
+		"X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n" + body)
+}()
+
+// plainLinger bounds how long a plain HTTP request's connection reads and
+// drops what the client still sends after its 400, so the kernel's reset
+// to unread bytes cannot destroy the answer (RFC 9112 §9.6).
+const plainLinger = 2 * time.Second
+
+// answerPlainHTTP answers a plain HTTP request on the HTTPS port with a
+// plain 400, shuts the write side, and reads what the client still sends
+// until it closes or plainLinger passes. It runs on the connection's own
+// goroutine, under the handshake's write deadline.
+func (c *tlsConn) answerPlainHTTP() {
+	c.tls.stats.PlainHTTP.Add(1)
+	if c.tls.plainLog.Allow() {
+		c.tls.log.Info("plain HTTP request on the HTTPS port: answered 400", "client", c.RemoteAddr().String(),
+			"suppressed", c.tls.plainLog.Suppressed())
+	}
+	raw := c.rec.Conn
+	if _, err := raw.Write(plainHTTPAnswer); err != nil {
+		return
+	}
+	cw, ok := raw.(interface{ CloseWrite() error })
+	if !ok || cw.CloseWrite() != nil {
+		return
+	}
+	raw.SetReadDeadline(time.Now().Add(plainLinger))
+	var buf [4 << 10]byte
+	for {
+		if _, err := raw.Read(buf[:]); err != nil {
+			return
+		}
+	}
 }
 
 // Handshake is fasthttp's connTLSer hook (and anyone else's): it runs our
