@@ -255,6 +255,9 @@ func FuzzRequestPath(f *testing.F) {
 	// A bare CR whose line then ends in a bare LF: the line is left out
 	// whichever of the two refused it.
 	f.Add([]byte("0 / HTTP/1.0\r\nTrAnsfer-EnCoding:00,Chunked\r0\n"), uint16(44))
+	// A field name ending in a space, refused by fasthttp once the next
+	// line begins, before a line that ends in a bare LF.
+	f.Add([]byte("GET / HTTP/1.0\r\nTransfer-Encoding:gzip, chunked\r\nHos :00\r\n0\n"), uint16(51))
 	f.Fuzz(func(t *testing.T, raw []byte, split uint16) {
 		if len(raw) > 4096 {
 			return

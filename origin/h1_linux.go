@@ -307,7 +307,7 @@ func refusal(in []byte, limit int, err error) error {
 		return fmt.Errorf("%w (HTTP/%c): %w", errVersion, '0'+major, err)
 	}
 	head := refusedHeader(in, err)
-	if te := httpmsg.FieldList(head, "Transfer-Encoding"); httpmsg.CodingsBeforeChunked(te) && refusedForCodingsOnly(head) {
+	if te := httpmsg.FieldList(head, "Transfer-Encoding"); httpmsg.CodingsBeforeChunked(te) && refusedForCodingsOnly(endHeader(head)) {
 		// fasthttp refuses every coding but chunked. RFC 9112 §6.1: "A
 		// server that receives a request message with a transfer coding
 		// it does not understand SHOULD respond with 501 (Not
@@ -345,6 +345,20 @@ func refusedHeader(in []byte, err error) []byte {
 func refusedForCodingsOnly(head []byte) bool {
 	masked, found := httpmsg.MaskField(head, "Transfer-Encoding")
 	return found && !refuses(masked)
+}
+
+// endHeader is head as a whole header section, what a refusal judges:
+// ended by an empty line, so that fasthttp reads its last field line as
+// it does once another line begins (a name ending in a space is refused
+// only then), whether or not more bytes came after it.
+func endHeader(head []byte) []byte {
+	switch {
+	case bytes.HasSuffix(head, crlfcrlf):
+		return head
+	case bytes.HasSuffix(head, crlfcrlf[:2]):
+		return append(head[:len(head):len(head)], crlfcrlf[:2]...)
+	}
+	return append(head[:len(head):len(head)], crlfcrlf...)
 }
 
 // refuses reports whether fasthttp refuses b as a request header for
