@@ -74,11 +74,7 @@ func TestLoadStopsAtEOF(t *testing.T) {
 // read into a buffer of its own would allocate the buffer).
 func TestLoadNeedsNoBuffer(t *testing.T) {
 	const size = 1 << 20
-	f := evicted(t, size)
-	fd := int(f.Fd())
-	if ok, _ := Resident(fd, 0, size, size); ok {
-		t.Skip("file still resident after FADV_DONTNEED (this file system ignores it): nothing to observe")
-	}
+	fd := coldFD(t, size)
 	var before, after runtime.MemStats
 	null := testNull(t)
 	runtime.ReadMemStats(&before)
@@ -115,11 +111,7 @@ func testLoad(t *testing.T, fd int, off, n int64) error {
 // the range instead, and it is resident all the same.
 func TestLoadWithoutNull(t *testing.T) {
 	const size = 256 << 10
-	f := evicted(t, size)
-	fd := int(f.Fd())
-	if ok, _ := Resident(fd, 0, size, size); ok {
-		t.Skip("file still resident after FADV_DONTNEED (this file system ignores it): nothing to observe")
-	}
+	fd := coldFD(t, size)
 	if err := load(-1, fd, 0, size); err != nil {
 		t.Fatalf("load without /dev/null: %v", err)
 	}
@@ -172,4 +164,15 @@ func openFDs(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return len(ents) - 1 // ReadDir's own descriptor
+}
+
+// coldFD is an evicted file's descriptor; the test skips where the file
+// system keeps the file resident anyway.
+func coldFD(t *testing.T, size int) int {
+	t.Helper()
+	fd := int(evicted(t, size).Fd())
+	if ok, _ := Resident(fd, 0, int64(size), int64(size)); ok {
+		t.Skip("file still resident after FADV_DONTNEED (this file system ignores it): nothing to observe")
+	}
+	return fd
 }
