@@ -66,7 +66,7 @@ func (ls *loopServer) shutdown(ctx context.Context) error {
 
 // Accept admits a connection under the gate's limits.
 func (ls *loopServer) Accept(c *loop.Conn) bool {
-	if lc, ok := c.IO().(*conn.LoopConn); ok {
+	if lc, ok := c.IO().(conn.Adopted); ok {
 		return ls.acceptTLS(c, lc) // HTTPS, handed over after its handshake (tlsloops_linux.go)
 	}
 	var peer netip.Addr
@@ -93,7 +93,7 @@ func (ls *loopServer) Timeout(c *loop.Conn, reading bool) { ls.timeout(c, readin
 func (ls *loopServer) Closed(c *loop.Conn) {
 	ls.dropPending(c)
 	ls.dropParked(c)
-	if lc, ok := c.IO().(*conn.LoopConn); ok {
+	if lc, ok := c.IO().(conn.Adopted); ok {
 		lc.Release()
 	} else if _, admitted := c.State().(*h1ConnState); admitted {
 		ls.ln.Release()

@@ -39,7 +39,8 @@ func parityTransports(t *testing.T) []parityTransport {
 	return []parityTransport{
 		{"loop", serverMode{engine: origin.EngineLoop}},
 		{"fasthttp", serverMode{engine: origin.EngineFastHTTP}},
-		{"TLS1.3", serverMode{tls: tlsNamed("TLS1.3")}},
+		{"TLS1.3", serverMode{tls: tlsNamed("TLS1.3")}}, // on the loops: crypto/tls on their threads without kTLS
+		{"TLS1.3-stream", serverMode{tls: tlsNamed("TLS1.3"), engine: origin.EngineFastHTTP}},
 		{"TLS1.3-ktls-emulated", serverMode{tls: tlsNamed("TLS1.3-ktls-emulated")}},
 	}
 }

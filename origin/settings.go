@@ -285,7 +285,7 @@ func (c *Config) connSection() schema.Section {
 			Doc:   "keep-alive wait for the next request"},
 		{Name: "engine", Ptr: (*string)(&c.Engine),
 			Usage: "what serves plain HTTP: loop (event loops, Linux) or fasthttp (a goroutine per connection, as HTTPS is); both run the same HTTP/1 layer",
-			Doc:   "what serves plain HTTP: `loop` (event loops: a few OS threads in epoll_wait serve every connection; Linux) or `fasthttp` (a goroutine per connection, as HTTPS always is, with crypto/tls and kTLS). Both run the same HTTP/1 layer (fasthttp's request parser): the answers are the same bytes"},
+			Doc:   "what serves connections: `loop` (event loops: a few OS threads in epoll_wait serve every plain connection, and every HTTPS one after its handshake, with kTLS or crypto/tls; Linux) or `fasthttp` (a goroutine per connection, plain or HTTPS). Both run the same HTTP/1 layer (fasthttp's request parser): the answers are the same bytes"},
 		{Name: "loops", Ptr: &c.Loops,
 			Usage: "event loops (OS threads) of -engine loop; 0: one per GOMAXPROCS",
 			Doc:   "event loops (OS threads) of `-engine loop`; 0: one per GOMAXPROCS"},

@@ -66,7 +66,7 @@ func tlsMetrics(t *table, st *TLSStats) {
 	t.byLabel(m, map[string]int64{"userspace": st.PathUserspace, "ktls_tx": st.PathKTLSTX, "ktls": st.PathKTLSBoth})
 	m = t.counter("tls_transport_total", "HTTPS connections by where they are served after the handshake: loop_ktls (an event loop; the kernel seals and opens), or a goroutine each: stream_ktls, stream_ktls_tx, stream_userspace.", "path")
 	t.byLabel(m, map[string]int64{
-		"loop_ktls": st.TransportLoopKTLS, "stream_ktls": st.TransportStreamKTLS,
+		"loop_ktls": st.TransportLoopKTLS, "loop_userspace": st.TransportLoopUserspace, "stream_ktls": st.TransportStreamKTLS,
 		"stream_ktls_tx": st.TransportStreamKTLSTX, "stream_userspace": st.TransportStreamUserspace,
 	})
 	m = t.counter("tls_handoff_failures_total", "HTTPS connections whose hand-over to an event loop failed, by reason: detach (it stays on its goroutine), engine (the loops refused it, shutting down: closed), limit (the connection limit refused it on the loop: closed).", "reason")

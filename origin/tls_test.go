@@ -99,18 +99,20 @@ func checkTLSPaths(t *testing.T, ts *testServer, m tlsMode) {
 }
 
 // checkTLSTransport: every handshaken connection is counted where it was
-// served. Only a socket the kernel itself opens can go to an event loop:
-// the emulator's connections stay on their goroutine, with both
-// directions handed over; without a kTLS kernel all are userspace, and
-// with one all go to the loops.
+// served. The emulator's connections stay on their goroutine (only the
+// kernel's own receive side can be read by a loop), with both directions
+// handed over; every other goes to the event loops (the default engine),
+// crypto/tls sealing and opening on the loop without a kTLS kernel, the
+// kernel with one; with -engine fasthttp all stay on their goroutines.
 func checkTLSTransport(t *testing.T, ts *testServer, m tlsMode, kernel bool) {
 	t.Helper()
 	// A connection is counted where it went just after its handshake:
 	// one the client closed at once may still be on its way (up to 5 s).
 	tl := ts.srv.Stats().TLS
 	transports := func() int64 {
-		return tl.TransportLoopKTLS + tl.TransportStreamKTLS + tl.TransportStreamKTLSTX + tl.TransportStreamUserspace
+		return tl.TransportLoopKTLS + tl.TransportLoopUserspace + tl.TransportStreamKTLS + tl.TransportStreamKTLSTX + tl.TransportStreamUserspace
 	}
+	stream := ts.cfg.Engine == origin.EngineFastHTTP
 	for i := 0; i < 100 && transports() != tl.Handshakes; i++ {
 		time.Sleep(50 * time.Millisecond)
 		tl = ts.srv.Stats().TLS
@@ -125,9 +127,11 @@ func checkTLSTransport(t *testing.T, ts *testServer, m tlsMode, kernel bool) {
 	switch {
 	case m.emulate && tl.TransportStreamKTLS != hs:
 		t.Errorf("%s: %d connections on stream_ktls, of %d handshakes; want all", m.name, tl.TransportStreamKTLS, hs)
-	case !m.emulate && !kernel && tl.TransportStreamUserspace != hs:
+	case !m.emulate && !kernel && stream && tl.TransportStreamUserspace != hs:
 		t.Errorf("%s: %d connections on stream_userspace, of %d handshakes; want all", m.name, tl.TransportStreamUserspace, hs)
-	case !m.emulate && kernel && tl.TransportLoopKTLS != hs:
+	case !m.emulate && !kernel && !stream && tl.TransportLoopUserspace != hs:
+		t.Errorf("%s: %d connections on loop_userspace, of %d handshakes; want all", m.name, tl.TransportLoopUserspace, hs)
+	case !m.emulate && kernel && !stream && tl.TransportLoopKTLS != hs:
 		// A kTLS kernel (4.17 and later opens records): every
 		// connection is served by the event loops.
 		t.Errorf("%s: %d connections on loop_ktls, of %d handshakes; want all", m.name, tl.TransportLoopKTLS, hs)

@@ -4,6 +4,7 @@ package origin
 
 import (
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,8 +15,9 @@ import (
 
 // startTLSLoops prepares the HTTPS side of the stream transport, which
 // already serves: every connection's handshake runs on its goroutine,
-// and where the kernel seals and opens its records and the loops are the
-// engine, the socket goes to event loops for the rest of its life: those
+// and when the loops are the engine and the kernel seals and opens its
+// records, or neither does (crypto/tls on the loop), the socket goes to
+// event loops for the rest of its life: those
 // of the first plain listener (one set of loops for both, as nginx's
 // workers serve both), or loops of its own (an engine serving no
 // listener, running in wg until the drain: shutdownConns) when HTTPS is
@@ -32,7 +34,7 @@ func (eng *engines) startTLSLoops(q *handler, wrapped []net.Listener, wg *sync.W
 			break
 		}
 	}
-	if st == nil || st.TransportPath(q.cfg.Engine == EngineLoop) != "loop_ktls" {
+	if st == nil || !strings.HasPrefix(st.TransportPath(q.cfg.Engine == EngineLoop), "loop_") {
 		return
 	}
 	if len(eng.loops) > 0 {
@@ -54,13 +56,14 @@ func (eng *engines) startTLSLoops(q *handler, wrapped []net.Listener, wg *sync.W
 }
 
 // loopsStartWait bounds how long a connection waits for the loops to
-// start; past it, it stays on its goroutine (stream_ktls).
+// start; past it, it stays on its goroutine (stream_ktls or
+// stream_userspace).
 const loopsStartWait = 5 * time.Second
 
 // handOff runs an HTTPS connection's handshake at accept, under
 // ReadTimeout as its first read would, and hands it to the HTTPS loops
-// when the kernel seals and opens its records: true when it went (or
-// was lost on the way, counted).
+// when they serve it (TransportPath: not when only the kernel's transmit
+// side took it): true when it went (or was lost on the way, counted).
 func (ss *streamServer) handOff(c *stream.Conn) bool {
 	nc := c.Underlying()
 	if !conn.IsTLS(nc) {
@@ -72,9 +75,9 @@ func (ss *streamServer) handOff(c *stream.Conn) bool {
 	// The stream transport serves before the loops are chosen and
 	// started (microseconds): the first connections wait for them.
 	<-ss.ready
-	var adopt func(int, *conn.LoopConn) error
+	var adopt func(int, conn.Adopted) error
 	if e := ss.loops.Load(); e != nil && e.WaitServing(loopsStartWait) {
-		adopt = func(fd int, lc *conn.LoopConn) error { return e.AdoptIO(fd, lc) }
+		adopt = func(fd int, a conn.Adopted) error { return e.AdoptIO(fd, a) }
 	}
 	return conn.HandOff(nc, adopt)
 }
@@ -82,7 +85,7 @@ func (ss *streamServer) handOff(c *stream.Conn) bool {
 // acceptTLS admits an HTTPS connection the stream transport handed over,
 // under its listener's limits again (the hand-over gave its place back),
 // with the client its PROXY header named, if any, already read.
-func (ls *loopServer) acceptTLS(c *loop.Conn, lc *conn.LoopConn) bool {
+func (ls *loopServer) acceptTLS(c *loop.Conn, lc conn.Adopted) bool {
 	if !lc.Admit() {
 		c.Reset()
 		return false

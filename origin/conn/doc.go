@@ -52,6 +52,16 @@
 //     take them. A refused TCP_ULP or TLS_TX (ENOENT on a kernel without
 //     kTLS) leaves the connection on userspace TLS; a refused TLS_RX
 //     leaves requests read through crypto/tls; all counted.
+//   - The hand-over to an event loop (HandOff, ktlsloop_linux.go,
+//     userloop_linux.go): after the handshake, a connection the kernel
+//     seals and opens (LoopConn), or one crypto/tls seals and opens
+//     (UserLoopConn), leaves its goroutine: a duplicate of its socket
+//     goes to the loop, its place in the gate with it (Adopted). A
+//     UserLoopConn keeps its crypto/tls connection, over a recordConn
+//     that then reads the socket without blocking (one read(2) per
+//     readiness; nothing more is a temporary error, which crypto/tls
+//     hands back without failing) and gathers the records crypto/tls
+//     writes, for the loop to send.
 //
 // Each part counts into its own stats struct of atomics (ListenerStats,
 // TLSStats), given at construction or its own, and logs to the

@@ -24,18 +24,46 @@ import (
 // TCP, the kernel sealing. Closing sends the close_notify. Its methods
 // run on the loop's thread.
 type LoopConn struct {
-	fd     int
-	k      kernelRX
-	ln     *Listener    // the gate the connection came through
-	peer   netip.Addr   // the socket's peer, for the gate
-	remote *net.TCPAddr // the client (a PROXY header's, or the peer)
+	adoptedGate
+	fd int
+	k  kernelRX
 
 	version, suite uint16
 	alpn, sni      string
 	resumed        bool
 
-	admitted, closed bool
-	view             *loopTLSView
+	closed bool
+}
+
+// Adopted is an HTTPS connection handed to an event loop after its
+// handshake (HandOff): a *LoopConn (the kernel seals and opens its
+// records) or a *UserLoopConn (crypto/tls does, on the loop's thread).
+// It is origin/loop's ConnIO, a *UserLoopConn its Sealer too.
+type Adopted interface {
+	Read(p []byte) (int, error)
+	Closing() bool
+	// Admit counts the connection into its gate again on the loop
+	// (HandOff gave its place back); false, counted, at the limit.
+	Admit() bool
+	// Release gives the place Admit took back, once.
+	Release()
+	// Remote is the client: the one a PROXY header named, or the peer.
+	Remote() *net.TCPAddr
+	// View is the loop's net.Conn view of the connection as an HTTPS
+	// one, for fasthttp (ConnectionState).
+	View(v net.Conn) net.Conn
+}
+
+// adoptedGate is what a connection handed to an event loop keeps of the
+// listener it came through: its place in the gate, and its client.
+type adoptedGate struct {
+	ln       *Listener    // the gate the connection came through
+	peer     netip.Addr   // the socket's peer, for the gate
+	remote   *net.TCPAddr // the client (a PROXY header's, or the peer)
+	stats    *TLSStats
+	admitted bool
+	view     *loopTLSView
+	state    func() tls.ConnectionState // what the view answers
 }
 
 // HandOff runs nc's handshake, unless done (under the read deadline the
@@ -48,7 +76,7 @@ type LoopConn struct {
 // the gate given back (the loop's Handler admits it again: Admit).
 // handed: nc is gone (on a loop, or lost because adopt failed); else it
 // stays where it is, and a failed handshake is its first Read's error.
-func HandOff(nc net.Conn, adopt func(fd int, lc *LoopConn) error) (handed bool) {
+func HandOff(nc net.Conn, adopt func(fd int, a Adopted) error) (handed bool) {
 	c, ok := nc.(*tlsConn)
 	if !ok || c.handshake() != nil {
 		return false
@@ -59,9 +87,11 @@ func HandOff(nc net.Conn, adopt func(fd int, lc *LoopConn) error) (handed bool) 
 	case c.rx == nil && c.off.Load() != nil:
 		stats.TransportStreamKTLSTX.Add(1)
 		return false
-	case c.rx == nil:
+	case c.rx == nil && (adopt == nil || c.tcp == nil):
 		stats.TransportStreamUserspace.Add(1)
 		return false
+	case c.rx == nil:
+		return c.handOffUser(adopt)
 	case adopt == nil:
 		stats.TransportStreamKTLS.Add(1)
 		return false
@@ -104,26 +134,43 @@ func (c *tlsConn) detach() (*LoopConn, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
-		return nil, net.ErrClosed
-	}
-	fd := -1
-	var derr error
-	if err := c.tcp.raw.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
-		return nil, fmt.Errorf("detaching the socket: %w", err)
-	}
-	if derr != nil {
-		return nil, fmt.Errorf("detaching the socket: dup: %w", derr)
+	fd, err := c.dupSocket()
+	if err != nil {
+		return nil, err
 	}
 	st := c.ConnectionState()
-	lc := &LoopConn{fd: fd, k: *c.rx, ln: c.tcp.ln, peer: peerAddr(c.tcp.TCPConn),
+	lc := &LoopConn{adoptedGate: c.gate(), fd: fd, k: *c.rx,
 		version: st.Version, suite: st.CipherSuite, alpn: st.NegotiatedProtocol, sni: st.ServerName, resumed: st.DidResume}
-	lc.remote, _ = c.tcp.RemoteAddr().(*net.TCPAddr)
+	lc.state = lc.connectionState
 	lc.k.rx, lc.k.tx = fdRX(fd), fdTX(fd)
 	c.rx = nil
 	c.closed = true
 	c.tcp.Close()
 	return lc, nil
+}
+
+// dupSocket is a duplicate of c's socket's descriptor, for an event loop
+// to own. Called with c.mu held.
+func (c *tlsConn) dupSocket() (int, error) {
+	if c.closed {
+		return -1, net.ErrClosed
+	}
+	fd := -1
+	var derr error
+	if err := c.tcp.raw.Control(func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, fmt.Errorf("detaching the socket: %w", err)
+	}
+	if derr != nil {
+		return -1, fmt.Errorf("detaching the socket: dup: %w", derr)
+	}
+	return fd, nil
+}
+
+// gate is c's place in its listener's gate, for the loop that adopts it.
+func (c *tlsConn) gate() adoptedGate {
+	g := adoptedGate{ln: c.tcp.ln, peer: peerAddr(c.tcp.TCPConn), stats: c.tls.stats}
+	g.remote, _ = c.tcp.RemoteAddr().(*net.TCPAddr)
+	return g
 }
 
 // Read reads plaintext from the socket as read(2) does (EAGAIN: nothing
@@ -148,50 +195,52 @@ func (lc *LoopConn) Closing() bool {
 
 // Admit counts the connection into its gate again on the loop (HandOff
 // gave its place back); false, counted, when the limit is reached.
-func (lc *LoopConn) Admit() bool {
-	_, ok := lc.ln.Admit(lc.peer)
-	lc.admitted = ok
+func (g *adoptedGate) Admit() bool {
+	_, ok := g.ln.Admit(g.peer)
+	g.admitted = ok
 	if !ok {
-		lc.k.tls.stats.HandOffLimit.Add(1)
+		g.stats.HandOffLimit.Add(1)
 	}
 	return ok
 }
 
 // Release gives the connection's place in its gate back, once, if Admit
 // took one.
-func (lc *LoopConn) Release() {
-	if lc.admitted {
-		lc.admitted = false
-		lc.ln.Release()
+func (g *adoptedGate) Release() {
+	if g.admitted {
+		g.admitted = false
+		g.ln.Release()
 	}
 }
 
 // Remote is the client: the one a PROXY header named, or the peer; nil
 // when not TCP.
-func (lc *LoopConn) Remote() *net.TCPAddr { return lc.remote }
+func (g *adoptedGate) Remote() *net.TCPAddr { return g.remote }
 
 // View is v, the loop's view of the connection for fasthttp, as an HTTPS
 // connection: it answers ConnectionState, so the request knows it came
 // over HTTPS. v is the same for the connection's life: the view is made
 // once.
-func (lc *LoopConn) View(v net.Conn) net.Conn {
-	if lc.view == nil {
-		lc.view = &loopTLSView{Conn: v, lc: lc}
+func (g *adoptedGate) View(v net.Conn) net.Conn {
+	if g.view == nil {
+		g.view = &loopTLSView{Conn: v, state: g.state}
 	}
-	return lc.view
+	return g.view
 }
 
 // loopTLSView is a loop's connection as fasthttp recognises a TLS one
 // (its connTLSer).
 type loopTLSView struct {
 	net.Conn
-	lc *LoopConn
+	state func() tls.ConnectionState
 }
 
 func (v *loopTLSView) Handshake() error { return nil }
 
-func (v *loopTLSView) ConnectionState() tls.ConnectionState {
-	lc := v.lc
+func (v *loopTLSView) ConnectionState() tls.ConnectionState { return v.state() }
+
+// connectionState is what the handshake agreed, kept without crypto/tls.
+func (lc *LoopConn) connectionState() tls.ConnectionState {
 	return tls.ConnectionState{Version: lc.version, CipherSuite: lc.suite, HandshakeComplete: true,
 		DidResume: lc.resumed, NegotiatedProtocol: lc.alpn, ServerName: lc.sni}
 }

@@ -104,11 +104,13 @@ type TLSCounters[C any] struct {
 	PathKTLSBoth  C
 
 	// Where each handshaken connection is served (HandOff): on an
-	// event loop (the kernel seals and opens; LoopConn), or on a
-	// goroutine of its own (the stream transport) with the kernel sealing
-	// and opening (the loops are not the engine, or the hand-over
-	// failed), sealing only, or neither.
+	// event loop, the kernel sealing and opening (LoopConn) or crypto/tls
+	// on the loop's thread (UserLoopConn), or on a goroutine of its own
+	// (the stream transport) with the kernel sealing and opening (the
+	// loops are not the engine, or the hand-over failed), sealing only,
+	// or neither.
 	TransportLoopKTLS        C
+	TransportLoopUserspace   C
 	TransportStreamKTLS      C
 	TransportStreamKTLSTX    C
 	TransportStreamUserspace C
@@ -456,13 +458,14 @@ func Of(ln net.Listener) *TLS {
 }
 
 // TransportPath names where new HTTPS connections are served, as the
-// start-up log and segorigin_tls_transport_total say it: "loop_ktls"
-// (an event loop; the kernel seals and opens) when loops serve them,
-// else "stream_" and the TLS path (TLSPath).
+// start-up log and segorigin_tls_transport_total say it: when loops serve
+// them, "loop_ktls" (the kernel seals and opens) or "loop_userspace"
+// (crypto/tls does, on the loop), else "stream_" and the TLS path
+// (TLSPath): kernel transmit only stays on the stream transport.
 func (st *TLS) TransportPath(loops bool) string {
 	p := st.TLSPath()
-	if loops && p == "ktls" {
-		return "loop_ktls"
+	if loops && (p == "ktls" || p == "userspace") {
+		return "loop_" + p
 	}
 	return "stream_" + p
 }

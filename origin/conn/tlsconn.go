@@ -90,6 +90,15 @@ type recordConn struct {
 	// broken: a write of records failed part way, so the stream may end
 	// inside a record: nothing more (no close_notify) may follow.
 	broken atomic.Bool
+
+	// onLoop: an event loop serves the connection in user space
+	// (detachUser): reads are read(2) on loopFD without blocking
+	// (readLoop; loopDrained: the socket had no more in this readiness),
+	// and every write gathers in out for the loop's Flush. (Loop thread
+	// only.)
+	onLoop      bool
+	loopDrained bool
+	loopFD      int
 }
 
 // ErrWriteAfterOffload: crypto/tls wanted to write after the kernel took
@@ -135,6 +144,9 @@ func (r *recordConn) Write(p []byte) (int, error) {
 // header and per body during the handshake, and leaves the rest in the
 // socket.
 func (r *recordConn) Read(p []byte) (int, error) {
+	if r.onLoop {
+		return r.readLoop(p)
+	}
 	if !r.framing {
 		return r.Conn.Read(p)
 	}

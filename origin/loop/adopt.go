@@ -114,3 +114,90 @@ func ioView(c *Conn, v net.Conn) net.Conn {
 	}
 	return v
 }
+
+// Sealer is a ConnIO that also seals what the loop sends: TLS in user
+// space, where the kernel neither seals nor opens records. The loop hands
+// it a response's plaintext instead of sending it, and its file spans are
+// read (pread, from resident pages, as the copy path reads them) and
+// handed over too, never sendfile'd. Its methods run on the loop's
+// thread.
+type Sealer interface {
+	ConnIO
+	// Seal takes plaintext of the response in flight, every slice
+	// whole: it is sealed and sent as far as the socket takes it, and
+	// what is left waits for Flush. An error ends the connection.
+	Seal(p ...[]byte) error
+	// Flush sends what Seal left: done when nothing is left (the loop
+	// hands it nothing more until then); an error ends the connection.
+	Flush() (done bool, err error)
+	// Buffered reports whether Read would return bytes the socket will
+	// not announce again: records already read from the socket and not
+	// yet returned. The loop reads again before it waits.
+	Buffered() bool
+}
+
+// sealer is c's Sealer, or nil when the loop sends c's bytes itself.
+func sealer(c *Conn) Sealer {
+	s, _ := c.io.(Sealer)
+	return s
+}
+
+// flushSealed sends what c's Sealer still holds: false when c now waits
+// for room (EPOLLOUT) or has failed.
+func flushSealed(c *Conn, s Sealer) bool {
+	done, err := s.Flush()
+	switch {
+	case err != nil:
+		c.l.fail(c, err)
+		return false
+	case !done:
+		c.l.e.stats.ShortSends.Add(1)
+		c.setEvents(unix.EPOLLOUT)
+		return false
+	}
+	return true
+}
+
+// sealMem hands the memory parts from r's cursor on, up to the next file
+// part, to s.
+func sealMem(c *Conn, s Sealer, r *Response) (n, want int64, err error) {
+	bufs := c.l.bufs[:0]
+	for i := r.Cursor.Part; i < len(r.Parts) && r.Parts[i].Mem != nil; i++ {
+		m := r.Parts[i].Mem
+		if i == r.Cursor.Part {
+			m = m[r.Cursor.Off:]
+		}
+		bufs = append(bufs, m)
+		want += int64(len(m))
+	}
+	err = s.Seal(bufs...)
+	clear(bufs) // the loop keeps no reference to a response's memory
+	c.l.bufs = bufs[:0]
+	if err != nil {
+		return 0, want, err
+	}
+	return want, want, nil
+}
+
+// readAgain (a function, as sent) reads the connections whose Sealer
+// holds what their socket will not announce again (Buffered), queued by
+// settle.
+func readAgain(l *loop) {
+	again := l.again
+	l.again = l.spareAgain[:0]
+	for i, c := range again {
+		again[i] = nil
+		if !c.closed {
+			l.read(c)
+		}
+	}
+	l.spareAgain = again[:0]
+}
+
+// queueRead queues c for readAgain when it waits to read and its Sealer
+// holds what its socket will not announce again.
+func queueRead(l *loop, c *Conn) {
+	if s := sealer(c); s != nil && s.Buffered() {
+		l.again = append(l.again, c)
+	}
+}

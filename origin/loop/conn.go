@@ -150,6 +150,13 @@ func (c *Conn) Grow(n int) {
 // WriteNow writes p at once, as far as the socket takes it (a 100
 // Continue: small, and sent while nothing else is in flight).
 func (c *Conn) WriteNow(p []byte) error {
+	if s := sealer(c); s != nil {
+		if err := s.Seal(p); err != nil {
+			return err
+		}
+		_, err := s.Flush() // what is left leaves before the response (flush)
+		return err
+	}
 	n, err := unix.Write(c.fd, p)
 	if err == nil && n < len(p) {
 		err = io.ErrShortWrite
@@ -220,12 +227,18 @@ func (c *Conn) flush() {
 		r.Cursor.Started, r.Cursor.Began = true, l.now
 		l.writing.push(c, l.now)
 	}
+	s := sealer(c)
 parts:
 	for r.Cursor.Part < len(r.Parts) {
+		if s != nil && !flushSealed(c, s) {
+			return
+		}
 		p := &r.Parts[r.Cursor.Part]
 		var n, want int64
 		var err error
-		if p.Mem != nil {
+		if p.Mem != nil && s != nil {
+			n, want, err = sealMem(c, s, r)
+		} else if p.Mem != nil {
 			k, w, flags := memIov(r, &l.iov)
 			if k > 0 && !l.sendNow && l.p.send(c.fd, l.iov[:k], flags, lastSend(c, r, flags)) {
 				c.sending = true
@@ -254,6 +267,9 @@ parts:
 		if !afterSend(c, r, n, want, err) {
 			return
 		}
+	}
+	if s != nil && !flushSealed(c, s) {
+		return // More is asked once what was sealed has left
 	}
 	switch more, ok := r.Next(); {
 	case !ok:
@@ -377,7 +393,7 @@ func (c *Conn) sendFile(r *Response, p *Part, budget int64) (n, want int64, wait
 		}
 		want = min(want, r.Cursor.ReadyUntil-r.Cursor.Off)
 	}
-	if r.Copied || r.NoSendfile {
+	if r.Copied || r.NoSendfile || sealer(c) != nil {
 		r.Copied = true
 		return copyFile(c, p, r.Cursor.Off, want)
 	}
@@ -418,6 +434,12 @@ func copyFile(c *Conn, p *Part, done, want int64) (n, _ int64, wait bool, err er
 	}
 	if k == 0 {
 		return 0, want, false, ErrTruncated
+	}
+	if s := sealer(c); s != nil {
+		if err := s.Seal(c.l.copyBuf[:k]); err != nil {
+			return 0, int64(k), false, err
+		}
+		return int64(k), int64(k), false, nil
 	}
 	m, err := unix.SendmsgN(c.fd, c.l.copyBuf[:k], nil, nil, unix.MSG_NOSIGNAL)
 	return int64(max(m, 0)), int64(k), false, err

@@ -63,6 +63,16 @@
 //     the socket buffer is full: the connection waits for EPOLLOUT and
 //     sends once per writable event, never retrying a send that is sure
 //     to return EAGAIN.
+//   - Adopted sockets (adopt.go): a connection set up elsewhere (an
+//     HTTPS one after its handshake) with a ConnIO that reads it (the
+//     kernel opening TLS records, or crypto/tls). A ConnIO that is a
+//     Sealer (TLS in user space) is handed the response's plaintext
+//     instead of the socket: memory parts as they are, file spans read
+//     with pread into the loop's buffer from pages the Ready hook found
+//     resident; what it could not send yet waits for EPOLLOUT, and what
+//     it read from the socket but did not return is read again before
+//     the loop next waits (Buffered), since no readiness will announce
+//     it.
 //
 // # What it never does
 //

@@ -40,7 +40,11 @@ type loop struct {
 	copyBuf []byte                 // sendfile fallback: one pread+send at a time on this thread
 	iov     [maxSendIov]unix.Iovec // a send's vector, built on this thread (flush)
 	sendNow bool                   // flush sends itself, not through the poller's ring
-	dropBuf []byte                 // what lingering connections still receive is read into it and dropped
+	bufs    [][]byte               // the memory parts handed to a Sealer (sealMem)
+	// again: connections whose Sealer holds bytes their socket will not
+	// announce again, read before the next wait (readAgain).
+	again, spareAgain []*Conn
+	dropBuf           []byte // what lingering connections still receive is read into it and dropped
 
 	acceptPaused time.Time // accept paused until then (out of descriptors); zero: accepting
 	acceptWait   time.Duration
@@ -184,6 +188,9 @@ func (l *loop) run() {
 			}
 		}
 		l.expire()
+		if len(l.again) > 0 {
+			readAgain(l)
+		}
 	}
 }
 
@@ -212,6 +219,9 @@ func (l *loop) nextDeadline() int64 {
 // waitMillis is epoll_wait's timeout: until the earliest deadline (at
 // most a second late: timeouts are coarse), or forever.
 func (l *loop) waitMillis() int {
+	if len(l.again) > 0 {
+		return 0
+	}
 	next := l.nextDeadline()
 	if next < 0 {
 		return -1
@@ -334,6 +344,7 @@ func (l *loop) register(fd int, remote *net.TCPAddr, io ConnIO) {
 		return
 	}
 	l.reading.push(c, l.now)
+	queueRead(l, c) // a Sealer may hold what the handshake read with the client's Finished
 }
 
 // pauseAccept stops watching the listener for a while (out of
@@ -398,6 +409,10 @@ func (l *loop) read(c *Conn) {
 	n, err := readIn(c, c.in[len(c.in):cap(c.in)])
 	switch {
 	case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+		if len(c.in) == 0 {
+			l.putBuf(c.in) // nothing after all (a Sealer's read again): an idle connection holds no buffer
+			c.in = nil
+		}
 		return
 	case err != nil || n == 0:
 		// The peer closed (or reset): nothing more will complete a
@@ -467,11 +482,13 @@ func (l *loop) settle(c *Conn) {
 			return
 		}
 		l.idle.push(c, l.now)
+		queueRead(l, c)
 		return
 	}
 	if c.list != &l.reading {
 		l.reading.push(c, l.now)
 	}
+	queueRead(l, c)
 }
 
 func (l *loop) getBuf() []byte {

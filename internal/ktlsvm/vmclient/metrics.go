@@ -154,9 +154,10 @@ func (r *runState) wantMetrics(t *tally, path string, others []string) map[strin
 	for p, n := range paths {
 		want[`segorigin_tls_connections_total{path="`+p+`"}`] = n
 	}
-	// Every connection the kernel seals and opens is served by an event
-	// loop (the default engine); the others stay on their goroutine.
-	transport := map[string]int64{"loop_ktls": offloaded, "stream_ktls": 0, "stream_ktls_tx": 0, "stream_userspace": t.handshakes.Load() - offloaded}
+	// Every connection is served by an event loop (the default engine):
+	// the kernel sealing and opening, or crypto/tls on the loop.
+	transport := map[string]int64{"loop_ktls": offloaded, "loop_userspace": t.handshakes.Load() - offloaded,
+		"stream_ktls": 0, "stream_ktls_tx": 0, "stream_userspace": 0}
 	for p, n := range transport {
 		want[`segorigin_tls_transport_total{path="`+p+`"}`] = n
 	}
