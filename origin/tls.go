@@ -20,6 +20,7 @@ const (
 	KTLSAuto   = conn.KTLSAuto
 	KTLSOff    = conn.KTLSOff
 	KTLSAlways = conn.KTLSAlways
+	KTLSTX     = conn.KTLSTX
 )
 
 // tlsMarked is a listener Run serves as HTTPS.

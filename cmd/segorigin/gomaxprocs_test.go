@@ -8,7 +8,7 @@ import (
 )
 
 // TestReserveLoopP: the loop engine runs with one P per loop, and one
-// more when HTTPS is served beside it (its connections are goroutines);
+// more when HTTPS connections are goroutines beside it (-ktls tx);
 // the fasthttp engine and an operator's GOMAXPROCS are left alone.
 func TestReserveLoopP(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
@@ -20,7 +20,7 @@ func TestReserveLoopP(t *testing.T) {
 		want   int
 	}{
 		{"loops only", origin.EngineLoop, "", false, 3},
-		{"loops and HTTPS", origin.EngineLoop, "", true, 4},
+		{"loops and HTTPS on goroutines", origin.EngineLoop, "", true, 4},
 		{"GOMAXPROCS set", origin.EngineLoop, "5", true, 7},
 		{"fasthttp engine", origin.EngineFastHTTP, "", true, 7},
 	} {

@@ -80,7 +80,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}()
 		opts.cfg.AccessLog = alog
 	}
-	reserveLoopP(&opts.cfg, opts.tlsListen != "")
+	// HTTPS connections stay on goroutines beside the loops only where the
+	// kernel seals and crypto/tls opens (-ktls tx); the others go to the loops.
+	reserveLoopP(&opts.cfg, opts.tlsListen != "" && opts.cfg.TLS.KTLS == origin.KTLSTX)
 	srv, err := origin.New(opts.cfg)
 	if err != nil {
 		return err
@@ -313,11 +315,13 @@ func openAccessLog(path string, b accesslog.Buffer) (*accesslog.File, error) {
 
 // reserveLoopP sets GOMAXPROCS for the loop engine (unless the operator
 // set it): one P per loop, for a loop keeps its P while it waits in
-// epoll_wait and lets other goroutines run only when it yields (every
-// few ms); and one P more when HTTPS is served too, so that HTTPS
-// connections, each a goroutine, have a P of their own. Without HTTPS a
-// P to spare would sit idle, and each yield of a loop would wake a
-// thread to look for work on it.
+// epoll_wait and lets other goroutines run only when it yields (within a
+// millisecond of one becoming ready); and one P more when HTTPS
+// connections are served by goroutines beside the loops (tls: -ktls tx),
+// so that they have a P of their own. Otherwise a P to spare would sit
+// idle, and each yield of a loop would wake a thread to look for work on
+// it: with HTTPS on the loops (a handshake is the only goroutine), 12.6
+// µs a request on HTTPS 1 KiB playlists against 11.7 without it.
 func reserveLoopP(cfg *origin.Config, tls bool) {
 	if cfg.Engine != origin.EngineLoop || os.Getenv("GOMAXPROCS") != "" {
 		return
