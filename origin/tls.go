@@ -65,7 +65,7 @@ func tlsMetrics(t *table, st *TLSStats) {
 	})
 	m = t.counter("tls_connections_total", "HTTPS connections by the TLS path they took after the handshake: userspace, ktls_tx (the kernel seals), ktls (the kernel seals and opens).", "path")
 	t.byLabel(m, map[string]int64{"userspace": st.PathUserspace, "ktls_tx": st.PathKTLSTX, "ktls": st.PathKTLSBoth})
-	m = t.counter("tls_transport_total", "HTTPS connections by where they are served after the handshake: loop_ktls (an event loop; the kernel seals and opens), or a goroutine each: stream_ktls, stream_ktls_tx, stream_userspace.", "path")
+	m = t.counter("tls_transport_total", "HTTPS connections by where they are served after the handshake: an event loop, the kernel sealing and opening (loop_ktls) or crypto/tls (loop_userspace), or a goroutine each: stream_ktls, stream_ktls_tx, stream_userspace.", "path")
 	t.byLabel(m, map[string]int64{
 		"loop_ktls": st.TransportLoopKTLS, "loop_userspace": st.TransportLoopUserspace, "stream_ktls": st.TransportStreamKTLS,
 		"stream_ktls_tx": st.TransportStreamKTLSTX, "stream_userspace": st.TransportStreamUserspace,
