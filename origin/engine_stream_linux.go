@@ -42,6 +42,10 @@ func (ss *streamServer) serve(ln net.Listener) error { return ss.srv.Serve(ln) }
 // shutdown answers the requests waiting for a playlist (503), drains the connections (idle ones closed at once, the others
 // after their response, all by ctx's end) and waits for the goroutines
 // that were building plans.
+// stopAccepting closes the stream transport's listeners (HTTPS's
+// among them) before any engine begins closing idle connections (drain).
+func (ss *streamServer) stopAccepting() { ss.srv.StopAccepting() }
+
 func (ss *streamServer) shutdown(ctx context.Context) error {
 	ss.s.live.drain() // parked blocking reloads answer now, not at their deadline
 	err := ss.srv.Shutdown(ctx)

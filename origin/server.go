@@ -324,6 +324,12 @@ func startEngines(q *handler, listeners, wrapped []net.Listener, gates []*conn.L
 func (eng *engines) drain(log *slog.Logger, drain time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
+	// Every listener closes before any connection does: the loops close
+	// their idle connections at once, HTTPS ones among them, and a
+	// client that then connects again must be refused.
+	if s, ok := eng.conns.(interface{ stopAccepting() }); ok {
+		s.stopAccepting()
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(eng.loops)+1)
 	wg.Go(func() { errs[0] = eng.shutdownConns(ctx) })

@@ -137,16 +137,31 @@ func (s *Server) untrack(c *Conn) {
 	s.wg.Done()
 }
 
+// StopAccepting closes the listeners: no connection is accepted from now
+// on, and the server is draining. Shutdown does it first; a caller that
+// drains other engines beside this one calls it before any of them
+// closes a connection, so that a client that sees its idle connection
+// closed finds the listeners closed too.
+func (s *Server) StopAccepting() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopAcceptingLocked()
+}
+
+func (s *Server) stopAcceptingLocked() {
+	s.draining.Store(true)
+	for _, ln := range s.lns {
+		ln.Close() // a second Close of a listener only fails
+	}
+}
+
 // Shutdown stops accepting, closes idle connections at once and the others
 // after their response in flight (the Handler sees Draining and answers
 // with Connection: close), and waits for every connection's goroutine; at
 // ctx's end it closes what is left and returns ctx's error.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
-	s.draining.Store(true)
-	for _, ln := range s.lns {
-		ln.Close()
-	}
+	s.stopAcceptingLocked()
 	for c := range s.conns {
 		// A connection waiting for a request wakes now, sees the
 		// drain and closes; one mid-request keeps its deadline.
