@@ -120,7 +120,7 @@ var errNotKernel = errors.New("the receive direction is not the kernel's")
 
 func (st *TLS) logHandOff(err error) {
 	if st.failLog.Allow() {
-		st.log.Warn("kTLS: handing a connection to an event loop failed: it stays on its goroutine (logged once per 10s)", "err", err)
+		st.log.Warn("TLS: handing a connection to an event loop failed: it stays on its goroutine (logged once per 10s)", "err", err)
 	}
 }
 
