@@ -46,6 +46,8 @@ func (ss *streamServer) serve(ln net.Listener) error { return ss.srv.Serve(ln) }
 // among them) before any engine begins closing idle connections (drain).
 func (ss *streamServer) stopAccepting() { ss.srv.StopAccepting() }
 
+var _ interface{ stopAccepting() } = (*streamServer)(nil) // what drain asks first
+
 func (ss *streamServer) shutdown(ctx context.Context) error {
 	ss.s.live.drain() // parked blocking reloads answer now, not at their deadline
 	err := ss.srv.Shutdown(ctx)
