@@ -151,11 +151,7 @@ func (c *Conn) Grow(n int) {
 // Continue: small, and sent while nothing else is in flight).
 func (c *Conn) WriteNow(p []byte) error {
 	if s := sealer(c); s != nil {
-		if err := s.Seal(p); err != nil {
-			return err
-		}
-		_, err := s.Flush() // what is left leaves before the response (flush)
-		return err
+		return s.Seal(p) // sent as far as the socket takes it; the rest before the response (flush)
 	}
 	n, err := unix.Write(c.fd, p)
 	if err == nil && n < len(p) {
